@@ -1,0 +1,20 @@
+import os
+
+import pytest
+import torch
+
+# Tests never depend on a TT device: force the simulator unless a developer asked otherwise.
+os.environ.setdefault("TT_BACKEND", "sim")
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def pcc(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Pearson correlation of two tensors, the accuracy figure TT model tests use."""
+    a, b = a.double().flatten(), b.double().flatten()
+    a, b = a - a.mean(), b - b.mean()
+    denom = a.norm() * b.norm()
+    return 1.0 if denom == 0 else float((a @ b) / denom)

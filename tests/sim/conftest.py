@@ -1,0 +1,10 @@
+import pytest
+
+from tt_models.sim import ttnn
+
+
+@pytest.fixture
+def device():
+    dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 20)
+    yield dev
+    ttnn.close_mesh_device(dev)

@@ -1,0 +1,1 @@
+"""TT-NN model implementations for vLLM, and the simulator they run on when no TT device is present."""

@@ -1,0 +1,65 @@
+"""A functional simulator of the ttnn API subset LLMs use, computed with PyTorch.
+
+Same names, arguments and rules as the real `ttnn` (tile padding, layouts, block-float rounding, paged-cache
+semantics, trace capture/replay), so model code runs here unchanged and on hardware unchanged.
+"""
+
+from . import experimental, transformer
+from .conversion import (
+    ConcatMesh2dToTensor,
+    ConcatMeshToTensor,
+    ReplicateTensorToMesh,
+    ShardTensor2dMesh,
+    ShardTensorToMesh,
+    as_tensor,
+    concat_mesh_to_tensor_composer,
+    copy_host_to_device_tensor,
+    deallocate,
+    from_device,
+    from_torch,
+    replicate_tensor_to_mesh_mapper,
+    shard_tensor_to_mesh_mapper,
+    to_device,
+    to_layout,
+    to_torch,
+    typecast,
+)
+from .data_movement import (
+    clone,
+    concat,
+    interleaved_to_sharded,
+    permute,
+    reshape,
+    sharded_to_interleaved,
+    slice,
+    to_memory_config,
+    transpose,
+    unsqueeze_to_4D,
+)
+from .device import (
+    Arch,
+    Device,
+    MeshDevice,
+    MeshShape,
+    close_device,
+    close_mesh_device,
+    get_device_ids,
+    get_num_devices,
+    get_num_pcie_devices,
+    open_device,
+    open_mesh_device,
+    synchronize_device,
+)
+from .eltwise import add, mul, multiply, silu, softmax
+from .embedding import embedding
+from .errors import TTError
+from .matmul import linear, matmul
+from .normalization import rms_norm
+from .reduction import argmax, plus_one, topk
+from .tensor import Tensor
+from .trace import begin_trace_capture, end_trace_capture, execute_trace, release_trace
+from .types import *  # noqa: F403  (the dtype/layout/config names of the real namespace)
+
+IS_SIMULATOR = True
+
+__all__ = [name for name in dir() if not name.startswith("_")]

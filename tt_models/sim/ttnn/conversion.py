@@ -1,0 +1,292 @@
+"""Moving tensors between torch, host and device: from_torch/to_torch/as_tensor, to/from device, layout and dtype
+changes, in-place host->device copies, deallocation, and the mesh mappers that split or gather across chips."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .device import MeshDevice
+from .errors import TTError
+from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
+from .trace import device_op, forbid_host_read
+from .types import BLOCK_FLOAT_TYPES, DataType, Layout, MemoryConfig, round_up
+
+# What ttnn.to_torch hands back for each TT dtype.
+_TO_TORCH = {
+    DataType.BFLOAT16: torch.bfloat16,
+    DataType.BFLOAT8_B: torch.float32,
+    DataType.BFLOAT4_B: torch.float32,
+    DataType.FLOAT32: torch.float32,
+    DataType.UINT32: torch.int32,
+    DataType.INT32: torch.int32,
+    DataType.UINT16: torch.int32,
+    DataType.UINT8: torch.int32,
+}
+
+
+# --- mesh mappers and composers ---
+class ReplicateTensorToMesh:
+    def __init__(self, mesh_device: MeshDevice) -> None:
+        self.mesh_device = mesh_device
+
+    def map(self, t: torch.Tensor) -> list[torch.Tensor]:
+        return [t] * self.mesh_device.get_num_devices()
+
+
+class ShardTensorToMesh:
+    def __init__(self, mesh_device: MeshDevice, dim: int) -> None:
+        self.mesh_device = mesh_device
+        self.dim = dim
+
+    def map(self, t: torch.Tensor) -> list[torch.Tensor]:
+        n = self.mesh_device.get_num_devices()
+        if t.shape[self.dim] % n:
+            raise TTError("ShardTensorToMesh", f"dim {self.dim} of size {t.shape[self.dim]} does not split into {n}")
+        return list(torch.chunk(t, n, dim=self.dim))
+
+
+class ShardTensor2dMesh:
+    """Shards dims[0] over mesh rows and dims[1] over mesh columns (None replicates along that axis)."""
+
+    def __init__(self, mesh_device: MeshDevice, dims: tuple, mesh_shape: Any = None) -> None:
+        self.mesh_device = mesh_device
+        self.dims = dims
+        self.rows, self.cols = tuple(mesh_shape or mesh_device.shape)
+
+    def map(self, t: torch.Tensor) -> list[torch.Tensor]:
+        row_dim, col_dim = self.dims
+        rows = list(torch.chunk(t, self.rows, row_dim)) if row_dim is not None else [t] * self.rows
+        out = []
+        for r in rows:
+            out += list(torch.chunk(r, self.cols, col_dim)) if col_dim is not None else [r] * self.cols
+        return out
+
+
+class ConcatMeshToTensor:
+    def __init__(self, mesh_device: MeshDevice, dim: int) -> None:
+        self.mesh_device = mesh_device
+        self.dim = dim
+
+    def compose(self, shards: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(shards, dim=self.dim)
+
+
+class ConcatMesh2dToTensor:
+    def __init__(self, mesh_device: MeshDevice, mesh_shape: Any, dims: tuple) -> None:
+        self.rows, self.cols = tuple(mesh_shape)
+        self.dims = dims
+
+    def compose(self, shards: list[torch.Tensor]) -> torch.Tensor:
+        row_dim, col_dim = self.dims
+        rows = [torch.cat(shards[r * self.cols : (r + 1) * self.cols], col_dim) for r in range(self.rows)]
+        return torch.cat(rows, row_dim)
+
+
+def replicate_tensor_to_mesh_mapper(mesh_device: MeshDevice) -> ReplicateTensorToMesh:
+    return ReplicateTensorToMesh(mesh_device)
+
+
+def shard_tensor_to_mesh_mapper(mesh_device: MeshDevice, dim: int) -> ShardTensorToMesh:
+    return ShardTensorToMesh(mesh_device, dim)
+
+
+def concat_mesh_to_tensor_composer(mesh_device: MeshDevice, dim: int) -> ConcatMeshToTensor:
+    return ConcatMeshToTensor(mesh_device, dim)
+
+
+# --- torch <-> ttnn ---
+def from_torch(
+    tensor: torch.Tensor,
+    dtype: DataType | None = None,
+    *,
+    spec: Any = None,
+    tile: Any = None,
+    pad_value: float | None = None,
+    layout: Layout = Layout.ROW_MAJOR,
+    device: MeshDevice | None = None,
+    memory_config: MemoryConfig | None = None,
+    mesh_mapper: Any = None,
+    cq_id: int | None = None,
+) -> Tensor:
+    if not isinstance(tensor, torch.Tensor):
+        raise TTError("from_torch", f"expects a torch.Tensor, got {type(tensor).__name__}")
+    dtype = dtype or default_dtype_for(tensor)
+    check_layout_for_dtype("from_torch", dtype, layout)
+    parts = mesh_mapper.map(tensor) if mesh_mapper is not None else [tensor]
+    shards = [store_as(p.detach(), dtype) for p in parts]
+    host = Tensor.make(shards, dtype, layout, None)
+    return _place(host, device, memory_config) if device is not None else host
+
+
+def to_torch(
+    tensor: Tensor,
+    dtype: torch.dtype | None = None,
+    *,
+    torch_rank: int | None = None,
+    mesh_composer: Any = None,
+    device: Any = None,
+    cq_id: int | None = None,
+) -> torch.Tensor:
+    if not isinstance(tensor, Tensor):
+        raise TTError("to_torch", f"expects a ttnn.Tensor, got {type(tensor).__name__}")
+    if tensor._deallocated:
+        raise TTError("to_torch", "tensor was deallocated")
+    forbid_host_read("to_torch", tensor.device_or_none)
+    if mesh_composer is not None:
+        out = mesh_composer.compose(list(tensor._shards))
+    elif tensor.num_shards > 1 and tensor.device_or_none is not None:
+        raise TTError("to_torch", f"tensor lives on {tensor.num_shards} chips: pass mesh_composer= to gather it")
+    else:
+        out = tensor.shard(0).clone()
+    out = out.to(dtype or _TO_TORCH[tensor.dtype])
+    if torch_rank is not None:
+        while out.dim() > torch_rank:
+            if out.shape[0] != 1:
+                raise TTError("to_torch", f"cannot squeeze to rank {torch_rank}: leading dim is {out.shape[0]}")
+            out = out.squeeze(0)
+    return out
+
+
+def _cache_path(cache_file_name: str, dtype: DataType, layout: Layout, mapper: Any) -> Path:
+    tag = type(mapper).__name__ if mapper is not None else "single"
+    if mapper is not None:
+        tag += "_" + hashlib.sha1(repr(sorted(vars(mapper).items(), key=str)).encode()).hexdigest()[:8]
+    return Path(f"{cache_file_name}_dtype_{dtype.name}_layout_{layout.name}_{tag}.pt")
+
+
+def as_tensor(
+    tensor: torch.Tensor | None,
+    dtype: DataType | None = None,
+    *,
+    layout: Layout = Layout.ROW_MAJOR,
+    device: MeshDevice | None = None,
+    memory_config: MemoryConfig | None = None,
+    cache_file_name: str | Path | None = None,
+    preprocess: Any = None,
+    mesh_mapper: Any = None,
+    use_device_tilizer: bool = False,
+) -> Tensor:
+    """from_torch with an on-disk cache of the converted tensor: a second start skips the (block-float) rounding."""
+    if cache_file_name is None:
+        if preprocess is not None:
+            tensor = preprocess(tensor)
+        return from_torch(tensor, dtype, layout=layout, device=device, memory_config=memory_config,
+                          mesh_mapper=mesh_mapper)
+    dtype = dtype or default_dtype_for(tensor)
+    path = _cache_path(str(cache_file_name), dtype, layout, mesh_mapper)
+    if path.exists():
+        shards = torch.load(path, weights_only=True)
+        host = Tensor.make(shards, dtype, layout, None)
+    else:
+        if tensor is None:
+            raise TTError("as_tensor", f"no cached tensor at {path} and no torch tensor given")
+        if preprocess is not None:
+            tensor = preprocess(tensor)
+        host = from_torch(tensor, dtype, layout=layout, mesh_mapper=mesh_mapper)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save([s.contiguous() for s in host._shards], tmp)
+        tmp.replace(path)
+    return _place(host, device, memory_config) if device is not None else host
+
+
+def to_device(
+    tensor: Tensor, device: MeshDevice, *, memory_config: MemoryConfig | None = None, cq_id: int | None = None
+) -> Tensor:
+    if tensor.device_or_none is not None:
+        if tensor.device_or_none is device:
+            return tensor
+        raise TTError("to_device", "tensor already lives on another device")
+    return _place(tensor, device, memory_config)
+
+
+def from_device(tensor: Tensor, *, blocking: bool = True, cq_id: int | None = None) -> Tensor:
+    if tensor._deallocated:
+        raise TTError("from_device", "tensor was deallocated")
+    forbid_host_read("from_device", tensor.device_or_none)
+    return Tensor.make([s.clone() for s in tensor._shards], tensor.dtype, tensor.layout, None)
+
+
+@device_op()
+def _device_to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None, memory_config: Any) -> Tensor:
+    require_device("to_layout", tensor)
+    return _to_layout_impl(tensor, layout, dtype, memory_config or tensor.memory_config())
+
+
+def _to_layout_impl(tensor: Tensor, layout: Layout, dtype: DataType | None, memory_config: Any) -> Tensor:
+    dtype = dtype or tensor.dtype
+    check_layout_for_dtype("to_layout", dtype, layout)
+    shards = [store_as(s, dtype) if dtype != tensor.dtype else s for s in tensor._shards]
+    return Tensor.make(shards, dtype, layout, tensor.device_or_none, memory_config)
+
+
+def to_layout(
+    tensor: Tensor,
+    layout: Layout,
+    dtype: DataType | None = None,
+    memory_config: MemoryConfig | None = None,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    if tensor._deallocated:
+        raise TTError("to_layout", "tensor was deallocated")
+    if tensor.device_or_none is None:
+        return _to_layout_impl(tensor, layout, dtype, None)
+    return _device_to_layout(tensor, layout, dtype, memory_config)
+
+
+@device_op()
+def typecast(
+    input_tensor: Tensor,
+    dtype: DataType,
+    *,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    require_device("typecast", input_tensor)
+    check_layout_for_dtype("typecast", dtype, input_tensor.layout)
+    out = Tensor.make([store_as(s, dtype) for s in input_tensor._shards], dtype, input_tensor.layout,
+                      input_tensor.device_or_none, memory_config or input_tensor.memory_config())
+    if output_tensor is not None:
+        output_tensor._rebind(out)
+        return output_tensor
+    return out
+
+
+def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id: int = 0) -> None:
+    """Overwrite a device tensor's contents in place, keeping its buffers: how traced inputs are refreshed."""
+    op = "copy_host_to_device_tensor"
+    if host_tensor.device_or_none is not None:
+        raise TTError(op, "source must be a host tensor")
+    dev = require_device(op, device_tensor)
+    if dev.capturing is not None:
+        raise TTError(op, "host writes are not captured in a trace: copy inputs before capture or before execute")
+    if (host_tensor.shape, host_tensor.dtype, host_tensor.layout) != (
+        device_tensor.shape, device_tensor.dtype, device_tensor.layout):
+        raise TTError(
+            op,
+            f"host tensor {tuple(host_tensor.shape)} {host_tensor.dtype.name} {host_tensor.layout.name} does not match "
+            f"device tensor {tuple(device_tensor.shape)} {device_tensor.dtype.name} {device_tensor.layout.name}",
+        )
+    n = device_tensor.num_shards
+    src = host_tensor._shards if host_tensor.num_shards == n else [host_tensor.shard(0)] * n
+    for dst, s in zip(device_tensor._shards, src, strict=True):
+        dst.copy_(s)
+
+
+@device_op()
+def deallocate(tensor: Tensor, force: bool = True) -> None:
+    tensor._deallocated = True
+    tensor._shards = []
+
+
+def tile_padded(dim: int) -> int:
+    return round_up(dim, 32)
+
+
+def is_block_float(dtype: DataType) -> bool:
+    return dtype in BLOCK_FLOAT_TYPES

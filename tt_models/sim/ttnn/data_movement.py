@@ -1,0 +1,143 @@
+"""Shape and placement ops on device tensors: reshape, permute, transpose, slice, concat, clone, memory configs."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import torch
+
+from .errors import TTError
+from .tensor import Tensor, require_device
+from .trace import device_op
+from .types import MemoryConfig
+
+
+def _like(t: Tensor, shards: list[torch.Tensor], memory_config: MemoryConfig | None = None) -> Tensor:
+    return Tensor.make(shards, t.dtype, t.layout, t.device_or_none, memory_config or t.memory_config())
+
+
+@device_op()
+def reshape(
+    input_tensor: Tensor,
+    shape: Any,
+    *,
+    memory_config: MemoryConfig | None = None,
+    pad_value: float | None = None,
+    recreate_mapping_tensor: bool = False,
+    sub_core_grid: Any = None,
+) -> Tensor:
+    require_device("reshape", input_tensor)
+    shape = tuple(int(d) for d in shape)
+    if -1 not in shape and _numel(shape) != input_tensor.volume():
+        raise TTError("reshape", f"cannot reshape {tuple(input_tensor.shape)} into {shape}: volumes differ")
+    return _like(input_tensor, [s.reshape(shape) for s in input_tensor._shards], memory_config)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@device_op()
+def permute(input_tensor: Tensor, dims: Any, *, memory_config: MemoryConfig | None = None,
+            pad_value: float | None = None) -> Tensor:
+    require_device("permute", input_tensor)
+    dims = tuple(dims)
+    if sorted(d % input_tensor.shape.rank for d in dims) != list(range(input_tensor.shape.rank)):
+        raise TTError("permute", f"dims {dims} are not a permutation of rank {input_tensor.shape.rank}")
+    return _like(input_tensor, [s.permute(dims).contiguous() for s in input_tensor._shards], memory_config)
+
+
+@device_op()
+def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: MemoryConfig | None = None,
+              pad_value: float | None = None) -> Tensor:
+    require_device("transpose", input_tensor)
+    return _like(input_tensor, [s.transpose(dim1, dim2).contiguous() for s in input_tensor._shards], memory_config)
+
+
+@device_op()
+def slice(
+    input_tensor: Tensor,
+    slice_start: Any,
+    slice_end: Any,
+    slice_step: Any = None,
+    *,
+    memory_config: MemoryConfig | None = None,
+    pad_value: float | None = None,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    require_device("slice", input_tensor)
+    rank = input_tensor.shape.rank
+    starts, ends = list(slice_start), list(slice_end)
+    steps = list(slice_step) if slice_step is not None else [1] * rank
+    if not len(starts) == len(ends) == len(steps) == rank:
+        raise TTError("slice", f"starts/ends/steps must each have {rank} entries (the tensor's rank)")
+    for d, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        if not 0 <= a <= b <= input_tensor.shape[d]:
+            raise TTError("slice", f"dim {d}: [{a}, {b}) is outside 0..{input_tensor.shape[d]}")
+    index = tuple(builtins.slice(a, b, c) for a, b, c in zip(starts, ends, steps, strict=True))
+    return _like(input_tensor, [s[index].contiguous() for s in input_tensor._shards], memory_config)
+
+
+
+@device_op()
+def concat(
+    tensors: list[Tensor],
+    dim: int = 0,
+    *,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    groups: int = 1,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    require_device("concat", *tensors)
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t.dtype != first.dtype or t.layout != first.layout:
+            raise TTError("concat", "all inputs must share dtype and layout")
+    shards = [torch.cat(parts, dim=dim) for parts in zip(*(t._shards for t in tensors), strict=True)]
+    return _like(first, shards, memory_config)
+
+
+@device_op()
+def clone(input_tensor: Tensor, *, dtype: Any = None, memory_config: MemoryConfig | None = None,
+          compute_kernel_config: Any = None) -> Tensor:
+    require_device("clone", input_tensor)
+    out = _like(input_tensor, [s.clone() for s in input_tensor._shards], memory_config)
+    if dtype is not None and dtype != input_tensor.dtype:
+        from .tensor import store_as
+
+        out = Tensor.make([store_as(s, dtype) for s in out._shards], dtype, out.layout, out.device_or_none,
+                          out.memory_config())
+    return out
+
+
+def unsqueeze_to_4D(tensor: Tensor) -> Tensor:
+    rank = tensor.shape.rank
+    if rank > 4:
+        raise TTError("unsqueeze_to_4D", f"rank {rank} > 4")
+    return reshape(tensor, (1,) * (4 - rank) + tuple(tensor.shape)) if rank < 4 else tensor
+
+
+@device_op()
+def to_memory_config(input_tensor: Tensor, memory_config: MemoryConfig, dtype: Any = None) -> Tensor:
+    require_device("to_memory_config", input_tensor)
+    return _like(input_tensor, list(input_tensor._shards), memory_config)
+
+
+@device_op()
+def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
+                           output_dtype: Any = None) -> Tensor:
+    from .types import DRAM_MEMORY_CONFIG
+
+    require_device("sharded_to_interleaved", input_tensor)
+    return _like(input_tensor, list(input_tensor._shards), memory_config or DRAM_MEMORY_CONFIG)
+
+
+@device_op()
+def interleaved_to_sharded(input_tensor: Tensor, memory_config: MemoryConfig, output_dtype: Any = None) -> Tensor:
+    require_device("interleaved_to_sharded", input_tensor)
+    return _like(input_tensor, list(input_tensor._shards), memory_config)

@@ -1,0 +1,187 @@
+"""Simulated devices and meshes: open/close, mesh shapes, and the per-device trace state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import TTError
+
+# How many chips the simulated host has; a mesh may not ask for more.
+SIM_NUM_DEVICES = 8
+
+
+@dataclass(frozen=True)
+class MeshShape:
+    num_rows: int
+    num_cols: int
+
+    def __init__(self, *dims: Any) -> None:
+        if len(dims) == 1:
+            dims = tuple(dims[0])
+        if len(dims) != 2 or any(int(d) < 1 for d in dims):
+            raise TTError("MeshShape", f"needs two positive dims, got {dims}")
+        object.__setattr__(self, "num_rows", int(dims[0]))
+        object.__setattr__(self, "num_cols", int(dims[1]))
+
+    def __iter__(self):
+        return iter((self.num_rows, self.num_cols))
+
+    def __getitem__(self, i: int) -> int:
+        return (self.num_rows, self.num_cols)[i]
+
+    def __len__(self) -> int:
+        return 2
+
+    def mesh_size(self) -> int:
+        return self.num_rows * self.num_cols
+
+
+class Arch:
+    WORMHOLE_B0 = "wormhole_b0"
+    BLACKHOLE = "blackhole"
+
+
+class MeshDevice:
+    """A grid of chips. A single opened device is a 1x1 mesh, as in current ttnn."""
+
+    def __init__(self, shape: MeshShape, device_ids: list[int], trace_region_size: int = 0, **options: Any) -> None:
+        self.shape = shape
+        self._device_ids = device_ids
+        self.trace_region_size = trace_region_size
+        self.options = options
+        self.is_open = True
+        self.traces: dict[int, Any] = {}
+        self.capturing: Any = None  # the Trace being captured, if any
+        self._next_trace_id = 0
+
+    # --- ttnn.MeshDevice API subset ---
+    def get_num_devices(self) -> int:
+        return self.shape.mesh_size()
+
+    def get_device_ids(self) -> list[int]:
+        return list(self._device_ids)
+
+    def get_devices(self) -> list[MeshDevice]:
+        return [self] if self.get_num_devices() == 1 else [self] * self.get_num_devices()
+
+    @property
+    def id(self) -> int:
+        return self._device_ids[0]
+
+    def arch(self) -> str:
+        return Arch.WORMHOLE_B0
+
+    def compute_with_storage_grid_size(self) -> Any:
+        from .types import CoreCoord
+
+        return CoreCoord(8, 8)
+
+    def dram_grid_size(self) -> Any:
+        from .types import CoreCoord
+
+        return CoreCoord(12, 1)
+
+    def create_submeshes(self, submesh_shape: MeshShape) -> list[MeshDevice]:
+        rows, cols = submesh_shape
+        if self.shape.num_rows % rows or self.shape.num_cols % cols:
+            raise TTError("create_submeshes", f"{submesh_shape} does not tile mesh {self.shape}")
+        n = self.get_num_devices() // (rows * cols)
+        per = rows * cols
+        return [
+            MeshDevice(MeshShape(rows, cols), self._device_ids[i * per : (i + 1) * per], self.trace_region_size)
+            for i in range(n)
+        ]
+
+    def enable_program_cache(self) -> None:
+        """Programs are plain Python here: there is nothing to cache."""
+
+    def disable_and_clear_program_cache(self) -> None:
+        """See enable_program_cache."""
+
+    def check_open(self, op: str) -> None:
+        if not self.is_open:
+            raise TTError(op, "device is closed")
+
+    def __repr__(self) -> str:
+        return f"MeshDevice(shape={tuple(self.shape)}, sim)"
+
+
+Device = MeshDevice
+_open: list[MeshDevice] = []
+
+
+def get_num_devices() -> int:
+    return SIM_NUM_DEVICES
+
+
+def get_device_ids() -> list[int]:
+    return list(range(SIM_NUM_DEVICES))
+
+
+def get_num_pcie_devices() -> int:
+    return SIM_NUM_DEVICES
+
+
+def _forbid_during_capture(op: str) -> None:
+    for dev in _open:
+        if dev.capturing is not None:
+            raise TTError(op, "not allowed while a trace is being captured")
+
+
+def open_mesh_device(
+    mesh_shape: MeshShape | None = None,
+    *,
+    l1_small_size: int = 0,
+    trace_region_size: int = 0,
+    num_command_queues: int = 1,
+    dispatch_core_config: Any = None,
+    offset: Any = None,
+    physical_device_ids: list[int] | None = None,
+    worker_l1_size: int = 0,
+) -> MeshDevice:
+    _forbid_during_capture("open_mesh_device")
+    shape = mesh_shape or MeshShape(1, 1)
+    n = shape.mesh_size()
+    in_use = {i for d in _open for i in d.get_device_ids()}
+    ids = physical_device_ids or [i for i in range(SIM_NUM_DEVICES) if i not in in_use][:n]
+    if len(ids) != n or any(i in in_use or not 0 <= i < SIM_NUM_DEVICES for i in ids):
+        raise TTError("open_mesh_device",
+                      f"cannot open a {tuple(shape)} mesh: {SIM_NUM_DEVICES} chips, in use {in_use}")
+    dev = MeshDevice(
+        shape, ids, trace_region_size, l1_small_size=l1_small_size, num_command_queues=num_command_queues,
+        dispatch_core_config=dispatch_core_config, worker_l1_size=worker_l1_size,
+    )
+    _open.append(dev)
+    return dev
+
+
+def close_mesh_device(mesh_device: MeshDevice) -> None:
+    _forbid_during_capture("close_mesh_device")
+    if mesh_device in _open:
+        _open.remove(mesh_device)
+    mesh_device.is_open = False
+    mesh_device.traces.clear()
+
+
+def open_device(
+    device_id: int = 0,
+    *,
+    l1_small_size: int = 0,
+    trace_region_size: int = 0,
+    dispatch_core_config: Any = None,
+    worker_l1_size: int = 0,
+) -> MeshDevice:
+    return open_mesh_device(
+        MeshShape(1, 1), l1_small_size=l1_small_size, trace_region_size=trace_region_size,
+        dispatch_core_config=dispatch_core_config, physical_device_ids=[device_id], worker_l1_size=worker_l1_size,
+    )
+
+
+def close_device(device: MeshDevice) -> None:
+    close_mesh_device(device)
+
+
+def synchronize_device(device: MeshDevice, cq_id: int | None = None, sub_device_ids: Any = None) -> None:
+    """Ops run eagerly on the host: the queue is always drained."""
+    device.check_open("synchronize_device")

@@ -1,0 +1,100 @@
+"""Element-wise ops: add, mul (with fused input activations), silu, softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .compute import apply_activations, f32, output, per_device
+from .errors import TTError
+from .tensor import Tensor, require_device
+from .trace import device_op
+from .types import DataType, MemoryConfig
+
+
+def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_config: MemoryConfig | None,
+            output_tensor: Tensor | None, activations: Any, a_acts: Any, b_acts: Any) -> Tensor:
+    require_device(op, a, b if isinstance(b, Tensor) else None)
+    if isinstance(b, Tensor):
+        try:
+            torch.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        except RuntimeError:
+            raise TTError(op, f"shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast") from None
+
+    def compute(x: torch.Tensor, y: Any) -> torch.Tensor:
+        x = apply_activations(op, f32(x), a_acts)
+        if isinstance(y, torch.Tensor):
+            y = apply_activations(op, f32(y), b_acts)
+        return apply_activations(op, fn(x, y), activations)
+
+    out = output(a, per_device(compute, a, b), dtype, None, memory_config)
+    if output_tensor is not None:
+        output_tensor._rebind(out)
+        return output_tensor
+    return out
+
+
+@device_op()
+def add(
+    input_tensor_a: Tensor,
+    input_tensor_b: Any,
+    *,
+    dtype: DataType | None = None,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    activations: Any = None,
+    input_tensor_a_activations: Any = None,
+    input_tensor_b_activations: Any = None,
+    use_legacy: bool | None = None,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    return _binary("add", torch.add, input_tensor_a, input_tensor_b, dtype, memory_config, output_tensor,
+                   activations, input_tensor_a_activations, input_tensor_b_activations)
+
+
+@device_op()
+def mul(
+    input_tensor_a: Tensor,
+    input_tensor_b: Any,
+    *,
+    dtype: DataType | None = None,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    activations: Any = None,
+    input_tensor_a_activations: Any = None,
+    input_tensor_b_activations: Any = None,
+    use_legacy: bool | None = None,
+    sub_core_grids: Any = None,
+) -> Tensor:
+    return _binary("mul", torch.mul, input_tensor_a, input_tensor_b, dtype, memory_config, output_tensor,
+                   activations, input_tensor_a_activations, input_tensor_b_activations)
+
+
+multiply = mul
+
+
+@device_op()
+def silu(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
+         output_tensor: Tensor | None = None, sub_core_grids: Any = None) -> Tensor:
+    require_device("silu", input_tensor)
+    out = output(input_tensor, per_device(lambda x: torch.nn.functional.silu(f32(x)), input_tensor),
+                 None, None, memory_config)
+    if output_tensor is not None:
+        output_tensor._rebind(out)
+        return output_tensor
+    return out
+
+
+@device_op()
+def softmax(
+    input_tensor: Tensor,
+    dim: int = -1,
+    *,
+    memory_config: MemoryConfig | None = None,
+    compute_kernel_config: Any = None,
+    numeric_stable: bool = True,
+) -> Tensor:
+    require_device("softmax", input_tensor)
+    return output(input_tensor, per_device(lambda x: torch.softmax(f32(x), dim=dim), input_tensor),
+                  None, None, memory_config)

@@ -1,0 +1,15 @@
+"""ttnn.experimental: the ops tt_transformers reaches through this namespace."""
+
+from .heads import nlp_concat_heads, nlp_concat_heads_decode, nlp_create_qkv_heads, nlp_create_qkv_heads_decode
+from .paged import paged_fill_cache, paged_update_cache
+from .rotary import rotary_embedding_llama
+
+__all__ = [
+    "nlp_concat_heads",
+    "nlp_concat_heads_decode",
+    "nlp_create_qkv_heads",
+    "nlp_create_qkv_heads_decode",
+    "paged_fill_cache",
+    "paged_update_cache",
+    "rotary_embedding_llama",
+]

@@ -1,0 +1,89 @@
+"""matmul and linear: a @ b (+ bias, + activation), weights stored transposed as [.., in, out] in TILE layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .compute import output, per_device, unary
+from .errors import TTError
+from .tensor import Tensor, require_device, require_layout
+from .trace import device_op
+from .types import DataType, Layout, MemoryConfig
+
+
+def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: bool, transpose_b: bool,
+            dtype: DataType | None, activation: Any, memory_config: MemoryConfig | None) -> Tensor:
+    require_device(op, a, b, bias)
+    require_layout(op, "input_tensor_a", a, Layout.TILE)
+    require_layout(op, "input_tensor_b", b, Layout.TILE)
+    ka = a.shape[-2] if transpose_a else a.shape[-1]
+    kb = b.shape[-1] if transpose_b else b.shape[-2]
+    if ka != kb:
+        raise TTError(op, f"inner dims differ: a {tuple(a.shape)} vs b {tuple(b.shape)} "
+                          f"(transpose_a={transpose_a}, transpose_b={transpose_b})")
+    out_dtype = dtype or a.dtype
+    act = unary(op, activation) if activation is not None else None
+
+    def compute(x: torch.Tensor, w: torch.Tensor, bb: torch.Tensor | None) -> torch.Tensor:
+        if transpose_a:
+            x = x.transpose(-1, -2)
+        if transpose_b:
+            w = w.transpose(-1, -2)
+        # bf16 x bf16 runs natively (fp32 accumulation, one rounding), as the matrix engine does; anything else,
+        # or an fp32 result, is computed in fp32.
+        if x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32:
+            y = torch.matmul(x, w)
+        else:
+            y = torch.matmul(x.float(), w.float())
+        if bb is not None:
+            y = y.float() + bb.float().reshape(-1)[: y.shape[-1]]
+        return act(y.float()) if act is not None else y
+
+    return output(a, per_device(compute, a, b, bias), out_dtype, Layout.TILE, memory_config)
+
+
+@device_op()
+def matmul(
+    input_tensor_a: Tensor,
+    input_tensor_b: Tensor,
+    *,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    memory_config: MemoryConfig | None = None,
+    dtype: DataType | None = None,
+    program_config: Any = None,
+    activation: Any = None,
+    compute_kernel_config: Any = None,
+    core_grid: Any = None,
+    output_tile: Any = None,
+    optional_output_tensor: Tensor | None = None,
+    global_cb: Any = None,
+    sub_device_id: Any = None,
+) -> Tensor:
+    return _matmul("matmul", input_tensor_a, input_tensor_b, None, transpose_a, transpose_b, dtype, activation,
+                   memory_config)
+
+
+@device_op()
+def linear(
+    input_tensor_a: Tensor,
+    input_tensor_b: Tensor,
+    *,
+    bias: Tensor | None = None,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    memory_config: MemoryConfig | None = None,
+    dtype: DataType | None = None,
+    program_config: Any = None,
+    activation: Any = None,
+    compute_kernel_config: Any = None,
+    core_grid: Any = None,
+    output_tile: Any = None,
+    optional_output_tensor: Tensor | None = None,
+    global_cb: Any = None,
+    sub_device_id: Any = None,
+) -> Tensor:
+    return _matmul("linear", input_tensor_a, input_tensor_b, bias, transpose_a, transpose_b, dtype, activation,
+                   memory_config)

@@ -1,0 +1,229 @@
+"""Paged KV-cache ops: fill (prefill), update (decode) and decode attention over the paged cache.
+
+Cache [num_blocks, n_kv_heads, block_size, head_dim]; page_table [users, blocks_per_user] int32 row-major maps a
+user's logical block i to a physical block. Position p of user b lives at
+cache[page_table[b, p // block_size], :, p % block_size, :]. A position of -1 marks an empty decode slot: update
+skips it and attention returns zeros for it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from .compute import f32, output, per_device
+from .errors import TTError
+from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
+from .trace import DuringCapture, device_op
+from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, MemoryConfig
+
+
+def require_page_table(op: str, page_table: Tensor) -> None:
+    if page_table.dtype != DataType.INT32:
+        raise TTError(op, f"page table must be int32, got {page_table.dtype.name.lower()}")
+    require_layout(op, "page table", page_table, Layout.ROW_MAJOR)
+    if page_table.shape.rank != 2:
+        raise TTError(op, f"page table must be 2-D [users, blocks], got {tuple(page_table.shape)}")
+
+
+def _require_cache(op: str, cache: Tensor) -> tuple[int, int, int, int]:
+    require_layout(op, "cache", cache, Layout.TILE)
+    require_dtype(op, "cache", cache, FLOAT_TYPES)
+    if cache.shape.rank != 4:
+        raise TTError(op, f"cache must be [num_blocks, n_kv_heads, block_size, head_dim], got {tuple(cache.shape)}")
+    nblocks, nkv, bs, hd = cache.shape
+    if bs % TILE_SIZE or hd % TILE_SIZE:
+        raise TTError(op, f"block_size {bs} and head_dim {hd} must be multiples of {TILE_SIZE}")
+    return nblocks, nkv, bs, hd
+
+
+def _require_positions(op: str, name: str, pos: Tensor, users: int) -> None:
+    require_dtype(op, name, pos, (DataType.INT32,))
+    if pos.volume() != users:
+        raise TTError(op, f"{name} holds {pos.volume()} positions for {users} users")
+
+
+def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor) -> torch.Tensor:
+    """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd]."""
+    b, n = page_rows.shape
+    _, nkv, bs, hd = cache.shape
+    pages = cache[page_rows.reshape(-1).long()].reshape(b, n, nkv, bs, hd)
+    return pages.permute(0, 2, 1, 3, 4).reshape(b, nkv, n * bs, hd)
+
+
+def _check_blocks(op: str, blocks: torch.Tensor, num_blocks: int) -> None:
+    if blocks.numel() and (int(blocks.min()) < 0 or int(blocks.max()) >= num_blocks):
+        raise TTError(op, f"page table points at block {int(blocks.max())} / {int(blocks.min())}, "
+                          f"cache has {num_blocks}")
+
+
+@device_op(DuringCapture.SKIP)
+def paged_fill_cache(
+    cache_tensor: Tensor,
+    input_tensor: Tensor,
+    page_table: Tensor,
+    *,
+    batch_idx_tensor: Tensor | None = None,
+    batch_idx: int = 0,
+    memory_config: MemoryConfig | None = None,
+) -> None:
+    """Copy a user's prompt K or V [1, nkv, S, hd] into its pages, tile by tile (tile padding included)."""
+    op = "experimental.paged_fill_cache"
+    require_device(op, cache_tensor, input_tensor, page_table, batch_idx_tensor)
+    nb, nkv, bs, hd = _require_cache(op, cache_tensor)
+    require_layout(op, "input", input_tensor, Layout.TILE)
+    require_page_table(op, page_table)
+    if input_tensor.dtype != cache_tensor.dtype:
+        raise TTError(op, f"input dtype {input_tensor.dtype.name.lower()} must equal the cache dtype "
+                          f"{cache_tensor.dtype.name.lower()} (this op copies tiles; typecast first)")
+    if input_tensor.shape.rank != 4 or input_tensor.shape[0] != 1 or tuple(input_tensor.shape[1::2]) != (nkv, hd):
+        raise TTError(op, f"input must be [1, {nkv}, S, {hd}], got {tuple(input_tensor.shape)}")
+    seq = input_tensor.padded_shape[2]
+    if -(-seq // bs) > page_table.shape[1]:
+        raise TTError(op, f"{seq} rows need {-(-seq // bs)} blocks; the page table has {page_table.shape[1]}")
+    pos = torch.arange(seq)
+    for cache, x, pt, bi in zip(cache_tensor._shards, input_tensor._shards, page_table._shards,
+                                batch_idx_tensor._shards if batch_idx_tensor is not None
+                                else [None] * cache_tensor.num_shards, strict=True):
+        row = int(bi.reshape(-1)[0]) if bi is not None else batch_idx
+        if not 0 <= row < pt.shape[0]:
+            raise TTError(op, f"batch_idx {row} outside the page table's {pt.shape[0]} rows")
+        blocks = pt[row, pos // bs].long()
+        _check_blocks(op, blocks, nb)
+        rows = x[0].transpose(0, 1)  # [S, nkv, hd]
+        if rows.shape[0] < seq:  # tile padding is written too, as zeros
+            rows = torch.nn.functional.pad(rows, (0, 0, 0, 0, 0, seq - rows.shape[0]))
+        cache[blocks, :, pos % bs, :] = rows
+
+
+@device_op(DuringCapture.SKIP)
+def paged_update_cache(
+    cache_tensor: Tensor,
+    input_tensor: Tensor,
+    *,
+    update_idxs: list[int] | None = None,
+    update_idxs_tensor: Tensor | None = None,
+    share_cache: bool | None = None,
+    page_table: Tensor | None = None,
+    batch_offset: int = 0,
+    compute_kernel_config: Any = None,
+) -> None:
+    """Write one new K or V row per user ([1, B, nkv, hd]) at that user's position, re-packed into the cache dtype."""
+    op = "experimental.paged_update_cache"
+    require_device(op, cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    nb, nkv, bs, hd = _require_cache(op, cache_tensor)
+    require_layout(op, "input", input_tensor, Layout.TILE)
+    require_dtype(op, "input", input_tensor, (DataType.BFLOAT16, DataType.FLOAT32))
+    if input_tensor.shape.rank != 4 or input_tensor.shape[0] != 1 or input_tensor.shape[-1] != hd \
+            or input_tensor.shape[2] < nkv:
+        raise TTError(op, f"input must be [1, B, {nkv}, {hd}], got {tuple(input_tensor.shape)}")
+    users = input_tensor.shape[1]
+    if page_table is not None:
+        require_page_table(op, page_table)
+        if page_table.shape[0] < batch_offset + users:
+            raise TTError(op, f"page table has {page_table.shape[0]} rows for {users} users")
+    if update_idxs_tensor is not None:
+        _require_positions(op, "update_idxs_tensor", update_idxs_tensor, users)
+        idx_shards = [s.reshape(-1) for s in update_idxs_tensor._shards]
+    elif update_idxs:
+        if len(update_idxs) != users:
+            raise TTError(op, f"update_idxs has {len(update_idxs)} entries for {users} users")
+        idx_shards = [torch.tensor(update_idxs, dtype=torch.int64)] * cache_tensor.num_shards
+    else:
+        raise TTError(op, "needs update_idxs or update_idxs_tensor")
+    pts = page_table._shards if page_table is not None else [None] * cache_tensor.num_shards
+    for cache, x, idx, pt in zip(cache_tensor._shards, input_tensor._shards, idx_shards, pts, strict=True):
+        users_live = (idx >= 0).nonzero().reshape(-1)
+        if users_live.numel() == 0:
+            continue
+        p = idx[users_live].long()
+        rows = store_as(x[0, users_live, :nkv, :], cache_tensor.dtype)
+        if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
+            if int(p.max()) >= bs:
+                raise TTError(op, f"position {int(p.max())} beyond the cache length {bs}")
+            cache[users_live + batch_offset, :, p, :] = rows
+            continue
+        logical = p // bs
+        if int(logical.max()) >= pt.shape[1]:
+            raise TTError(op, f"position {int(p.max())} needs block {int(logical.max())}; "
+                              f"the page table has {pt.shape[1]} columns")
+        blocks = pt[users_live + batch_offset, logical].long()
+        _check_blocks(op, blocks, nb)
+        cache[blocks, :, p % bs, :] = rows
+
+
+@device_op()
+def paged_scaled_dot_product_attention_decode(
+    input_tensor_q: Tensor,
+    input_tensor_k: Tensor,
+    input_tensor_v: Tensor,
+    *,
+    is_causal: bool = True,
+    attn_mask: Tensor | None = None,
+    cur_pos: list[int] | None = None,
+    cur_pos_tensor: Tensor | None = None,
+    page_table_tensor: Tensor | None = None,
+    attention_sink: Tensor | None = None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    program_config: Any = None,
+    compute_kernel_config: Any = None,
+) -> Tensor:
+    """Q [1, B, nh, hd] attends over its user's positions 0..cur_pos inclusive; a user at -1 gets zeros."""
+    op = "transformer.paged_scaled_dot_product_attention_decode"
+    q, kc, vc = input_tensor_q, input_tensor_k, input_tensor_v
+    require_device(op, q, kc, vc, cur_pos_tensor, page_table_tensor)
+    require_layout(op, "q", q, Layout.TILE)
+    nb, nkv, bs, hd = _require_cache(op, kc)
+    if tuple(vc.shape) != tuple(kc.shape) or vc.dtype != kc.dtype:
+        raise TTError(op, "k and v caches must have the same shape and dtype")
+    if page_table_tensor is None:
+        raise TTError(op, "page_table_tensor is required")
+    require_page_table(op, page_table_tensor)
+    if q.shape.rank != 4 or q.shape[0] != 1 or q.shape[-1] != hd:
+        raise TTError(op, f"q must be [1, B, nh, {hd}], got {tuple(q.shape)}")
+    users, nh = q.shape[1], q.shape[2]
+    if nh % nkv:
+        raise TTError(op, f"{nh} query heads are not a multiple of {nkv} kv heads")
+    if page_table_tensor.shape[0] != users:
+        raise TTError(op, f"page table has {page_table_tensor.shape[0]} rows for {users} users")
+    if cur_pos_tensor is not None:
+        _require_positions(op, "cur_pos_tensor", cur_pos_tensor, users)
+    elif cur_pos is None or len(cur_pos) != users:
+        raise TTError(op, f"needs cur_pos_tensor or a cur_pos list of {users} entries")
+    sc = scale if scale is not None else 1.0 / math.sqrt(hd)
+    width = page_table_tensor.shape[1]
+    g = nh // nkv
+
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: Any) -> torch.Tensor:
+        pos = cp.reshape(-1).long() if cp is not None else torch.tensor(cur_pos, dtype=torch.long)
+        out = torch.zeros(1, users, nh, hd)
+        live = pos >= 0
+        if not bool(live.any()):
+            return out
+        top = int(pos.max())
+        nblk = top // bs + 1
+        if nblk > width:
+            raise TTError(op, f"position {top} needs block {nblk - 1}; the page table has {width} columns")
+        rows = pt[:, :nblk]
+        _check_blocks(op, rows[live], nb)
+        rows = torch.where(live[:, None], rows, torch.zeros_like(rows))
+        keys = f32(gather_pages(kk, rows))  # [B, nkv, T, hd]
+        vals = f32(gather_pages(vv, rows))
+        qf = f32(qq[0]).reshape(users, nkv, g, hd)
+        scores = torch.matmul(qf, keys.transpose(-1, -2)) * sc  # [B, nkv, g, T]
+        kpos = torch.arange(keys.shape[2])
+        allowed = kpos <= pos[:, None]
+        if sliding_window_size is not None:
+            allowed &= kpos > pos[:, None] - sliding_window_size
+        scores = scores.masked_fill(~allowed[:, None, None, :], float("-inf"))
+        probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+        res = torch.matmul(probs, vals).reshape(users, nh, hd)
+        out[0] = torch.where(live[:, None, None], res, torch.zeros_like(res))
+        return out
+
+    return output(q, per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor),
+                  DataType.FLOAT32 if q.dtype == DataType.FLOAT32 else DataType.BFLOAT16, Layout.TILE, memory_config)

@@ -1,0 +1,262 @@
+"""The simulated ttnn.Tensor: logical shape, dtype, layout, placement, and one torch buffer per device.
+
+Values are held in a torch "container" dtype that represents the TT dtype exactly: bfloat16 and the block-float
+formats in torch.bfloat16 (every bfloat8_b/bfloat4_b value fits in bf16), float32 in float32, integers in int32.
+Storing into a TT dtype always applies that dtype's rounding, so what a tensor holds is what the device would hold.
+Tile padding is not materialized: the padded shape is derived from the logical shape, and padding reads as zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .blockfloat import quantize_block_float
+from .device import MeshDevice
+from .errors import TTError
+from .types import (
+    BLOCK_FLOAT_TYPES,
+    DRAM_MEMORY_CONFIG,
+    TILE_SIZE,
+    DataType,
+    Layout,
+    MemoryConfig,
+    Shape,
+    round_up,
+)
+
+_CONTAINER = {
+    DataType.BFLOAT16: torch.bfloat16,
+    DataType.BFLOAT8_B: torch.bfloat16,
+    DataType.BFLOAT4_B: torch.bfloat16,
+    DataType.FLOAT32: torch.float32,
+    DataType.UINT32: torch.int32,
+    DataType.INT32: torch.int32,
+    DataType.UINT16: torch.int32,
+    DataType.UINT8: torch.int32,
+}
+_FROM_TORCH = {
+    torch.bfloat16: DataType.BFLOAT16,
+    torch.float32: DataType.FLOAT32,
+    torch.int32: DataType.INT32,
+    torch.uint8: DataType.UINT8,
+}
+_INT_RANGE = {
+    DataType.UINT32: (0, 2**32 - 1),
+    DataType.INT32: (-(2**31), 2**31 - 1),
+    DataType.UINT16: (0, 2**16 - 1),
+    DataType.UINT8: (0, 2**8 - 1),
+}
+
+
+def store_as(data: torch.Tensor, dtype: DataType) -> torch.Tensor:
+    """Round `data` into `dtype` and return it in that dtype's container."""
+    if dtype in BLOCK_FLOAT_TYPES:
+        return quantize_block_float(data, dtype).to(torch.bfloat16)
+    if dtype in _INT_RANGE:
+        if data.is_floating_point():
+            data = data.round()
+        lo, hi = _INT_RANGE[dtype]
+        # uint32 values past int32 range keep their bit pattern, as a reinterpretation on device would.
+        return data.to(torch.int64).clamp(lo, hi).to(torch.int32) if dtype != DataType.UINT32 else data.to(torch.int32)
+    return data.to(_CONTAINER[dtype])
+
+
+def default_dtype_for(t: torch.Tensor) -> DataType:
+    if t.dtype in _FROM_TORCH:
+        return _FROM_TORCH[t.dtype]
+    raise TTError("from_torch", f"torch dtype {t.dtype} has no default TT dtype: pass dtype= explicitly")
+
+
+def check_layout_for_dtype(op: str, dtype: DataType, layout: Layout) -> None:
+    if dtype in BLOCK_FLOAT_TYPES and layout != Layout.TILE:
+        raise TTError(op, f"{dtype.name.lower()} is a tiled format: it requires TILE_LAYOUT, got {layout.name}")
+
+
+class Tensor:
+    """ttnn.Tensor. Host tensors have device None; device tensors hold one buffer per chip of their mesh."""
+
+    __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "__weakref__")
+
+    def __init__(
+        self,
+        data: Any = None,
+        shape: Any = None,
+        dtype: DataType | None = None,
+        layout: Layout = Layout.ROW_MAJOR,
+        device: MeshDevice | None = None,
+        memory_config: MemoryConfig | None = None,
+    ) -> None:
+        # Mirrors ttnn.Tensor(data, shape, dtype, layout[, device]) for building tensors from Python lists.
+        if data is None:
+            raise TTError("Tensor", "needs data (a list or torch tensor); use ttnn.from_torch for torch tensors")
+        t = data if isinstance(data, torch.Tensor) else torch.tensor(data, dtype=torch.float32)
+        if shape is not None:
+            t = t.reshape(tuple(shape))
+        dtype = dtype or default_dtype_for(t)
+        check_layout_for_dtype("Tensor", dtype, layout)
+        self._init([store_as(t, dtype)], Shape(t.shape), dtype, layout, None, None)
+        if device is not None:
+            self._rebind(_place(self, device, memory_config))
+
+    def _init(
+        self,
+        shards: list[torch.Tensor],
+        shape: Shape,
+        dtype: DataType,
+        layout: Layout,
+        device: MeshDevice | None,
+        memory_config: MemoryConfig | None,
+    ) -> None:
+        self._shards = shards
+        self._shape = shape
+        self._dtype = dtype
+        self._layout = layout
+        self._device = device
+        self._memory_config = memory_config if device is not None else None
+        self._deallocated = False
+
+    @classmethod
+    def make(
+        cls,
+        shards: list[torch.Tensor],
+        dtype: DataType,
+        layout: Layout,
+        device: MeshDevice | None,
+        memory_config: MemoryConfig | None = None,
+    ) -> Tensor:
+        """Build a tensor from per-device buffers already in `dtype`'s container."""
+        self = cls.__new__(cls)
+        self._init(shards, Shape(shards[0].shape), dtype, layout, device, memory_config or DRAM_MEMORY_CONFIG)
+        return self
+
+    def _rebind(self, other: Tensor) -> None:
+        """Take over other's buffers in place: trace replay writes results into the captured tensor objects."""
+        self._init(other._shards, other._shape, other._dtype, other._layout, other._device, other._memory_config)
+
+    # --- ttnn.Tensor API ---
+    @property
+    def shape(self) -> Shape:
+        return self._shape
+
+    @property
+    def logical_shape(self) -> Shape:
+        return self._shape
+
+    @property
+    def padded_shape(self) -> Shape:
+        if self._layout != Layout.TILE or len(self._shape) == 0:
+            return self._shape
+        dims = list(self._shape)
+        dims[-1] = round_up(dims[-1], TILE_SIZE)
+        if len(dims) >= 2:
+            dims[-2] = round_up(dims[-2], TILE_SIZE)
+        return Shape(dims)
+
+    @property
+    def dtype(self) -> DataType:
+        return self._dtype
+
+    def get_dtype(self) -> DataType:
+        return self._dtype
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    def get_layout(self) -> Layout:
+        return self._layout
+
+    def device(self) -> MeshDevice | None:
+        return self._device
+
+    @property
+    def device_or_none(self) -> MeshDevice | None:
+        return self._device
+
+    def memory_config(self) -> MemoryConfig | None:
+        return self._memory_config
+
+    def is_allocated(self) -> bool:
+        return not self._deallocated
+
+    def storage_type(self) -> str:
+        return "HOST" if self._device is None else "DEVICE"
+
+    def is_sharded(self) -> bool:
+        return self._memory_config is not None and self._memory_config.is_sharded()
+
+    def volume(self) -> int:
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    def to_torch(self) -> torch.Tensor:
+        from .conversion import to_torch
+
+        return to_torch(self)
+
+    def cpu(self, blocking: bool = True) -> Tensor:
+        from .conversion import from_device
+
+        return from_device(self)
+
+    def to(self, device: MeshDevice, memory_config: MemoryConfig | None = None) -> Tensor:
+        from .conversion import to_device
+
+        return to_device(self, device, memory_config=memory_config)
+
+    def __repr__(self) -> str:
+        where = "host" if self._device is None else repr(self._device)
+        return f"ttnn.Tensor(shape={self._shape}, dtype={self._dtype!r}, layout={self._layout!r}, {where})"
+
+    # --- helpers for op implementations ---
+    def shard(self, i: int = 0) -> torch.Tensor:
+        return self._shards[i]
+
+    @property
+    def num_shards(self) -> int:
+        return len(self._shards)
+
+
+def _place(t: Tensor, device: MeshDevice, memory_config: MemoryConfig | None) -> Tensor:
+    """Copy a host tensor onto every chip of `device` (the caller has already split it per chip if sharded)."""
+    device.check_open("to_device")
+    n = device.get_num_devices()
+    shards = t._shards if len(t._shards) == n else [t._shards[0]] * n
+    return Tensor.make([s.clone() for s in shards], t.dtype, t.layout, device, memory_config)
+
+
+def require_device(op: str, *tensors: Any) -> MeshDevice:
+    """Check that op inputs are allocated device tensors on one device; return it."""
+    dev = None
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            raise TTError(op, f"input {i} must be a ttnn.Tensor, got {type(t).__name__}")
+        if t._deallocated:
+            raise TTError(op, f"input {i} was deallocated")
+        if t._device is None:
+            raise TTError(op, f"input {i} is a host tensor: move it to the device first (ttnn.to_device)")
+        if dev is None:
+            dev = t._device
+        elif t._device is not dev:
+            raise TTError(op, "inputs live on different devices")
+    if dev is None:
+        raise TTError(op, "needs at least one device tensor")
+    dev.check_open(op)
+    return dev
+
+
+def require_layout(op: str, name: str, t: Tensor, layout: Layout) -> None:
+    if t.layout != layout:
+        raise TTError(op, f"{name} must be in {layout.name} layout, got {t.layout.name}")
+
+
+def require_dtype(op: str, name: str, t: Tensor, allowed: tuple[DataType, ...]) -> None:
+    if t.dtype not in allowed:
+        names = ", ".join(d.name.lower() for d in allowed)
+        raise TTError(op, f"{name} must be one of [{names}], got {t.dtype.name.lower()}")

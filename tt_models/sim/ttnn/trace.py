@@ -1,0 +1,131 @@
+"""Trace capture and replay.
+
+A capture records the device ops issued between begin and end, with the very tensor objects they used. Replay runs
+that sequence again: inputs are read from the captured tensors as they are *now* (refreshed by the caller with
+copy_host_to_device_tensor), and every op's result is written into the tensor object the capture returned, so the
+caller reads the new values from the same output tensors. Scalars and Python control flow are frozen at capture.
+
+As on hardware, ops that write persistent buffers in place (cache updates) do not execute while capturing, and
+reading a device tensor back to the host, or opening/closing a device, during capture raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .device import MeshDevice
+from .errors import TTError
+
+
+class DuringCapture(Enum):
+    RUN = "run"  # pure ops: executing shows the shapes and has no visible effect
+    SKIP = "skip"  # in-place writes to persistent buffers: only recorded, as on hardware
+
+
+@dataclass
+class _Step:
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+    out: Any
+
+
+@dataclass
+class Trace:
+    trace_id: int
+    steps: list[_Step] = field(default_factory=list)
+    complete: bool = False
+
+
+def _device_of(args: tuple, kwargs: dict) -> MeshDevice | None:
+    from .tensor import Tensor
+
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            if a.device_or_none is not None:
+                return a.device_or_none
+        elif isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor) and b.device_or_none is not None:
+                    return b.device_or_none
+    return None
+
+
+def device_op(during_capture: DuringCapture = DuringCapture.RUN) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make a function a traceable device op."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            dev = _device_of(args, kwargs)
+            trace = dev.capturing if dev is not None else None
+            if trace is None:
+                return fn(*args, **kwargs)
+            if during_capture is DuringCapture.SKIP:
+                trace.steps.append(_Step(fn, args, kwargs, None))
+                return None
+            out = fn(*args, **kwargs)
+            trace.steps.append(_Step(fn, args, kwargs, out))
+            return out
+
+        return wrapper
+
+    return deco
+
+
+def _assign(captured: Any, fresh: Any) -> None:
+    from .tensor import Tensor
+
+    if isinstance(captured, Tensor):
+        captured._rebind(fresh)
+    elif isinstance(captured, (list, tuple)):
+        for c, f in zip(captured, fresh, strict=True):
+            _assign(c, f)
+
+
+def begin_trace_capture(mesh_device: MeshDevice, *, cq_id: int = 0) -> int:
+    mesh_device.check_open("begin_trace_capture")
+    if mesh_device.capturing is not None:
+        raise TTError("begin_trace_capture", "a trace is already being captured on this device")
+    if mesh_device.trace_region_size <= 0:
+        raise TTError("begin_trace_capture", "device was opened with trace_region_size=0: no room for a trace")
+    tid = mesh_device._next_trace_id
+    mesh_device._next_trace_id += 1
+    mesh_device.capturing = Trace(tid)
+    return tid
+
+
+def end_trace_capture(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0) -> None:
+    trace = mesh_device.capturing
+    if trace is None or trace.trace_id != trace_id:
+        raise TTError("end_trace_capture", f"trace {trace_id} is not being captured")
+    trace.complete = True
+    mesh_device.traces[trace_id] = trace
+    mesh_device.capturing = None
+
+
+def execute_trace(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0, blocking: bool = True) -> None:
+    mesh_device.check_open("execute_trace")
+    if mesh_device.capturing is not None:
+        raise TTError("execute_trace", "cannot execute a trace while capturing one")
+    trace = mesh_device.traces.get(trace_id)
+    if trace is None:
+        raise TTError("execute_trace", f"no captured trace {trace_id} (released or never captured)")
+    for step in trace.steps:
+        fresh = step.fn(*step.args, **step.kwargs)
+        if step.out is not None:
+            _assign(step.out, fresh)
+
+
+def release_trace(mesh_device: MeshDevice, trace_id: int) -> None:
+    if mesh_device.traces.pop(trace_id, None) is None:
+        raise TTError("release_trace", f"no captured trace {trace_id}")
+
+
+def forbid_host_read(op: str, device: MeshDevice | None) -> None:
+    if device is not None and device.capturing is not None:
+        raise TTError(op, "reading a device tensor back to host is not allowed during trace capture")
