@@ -61,3 +61,14 @@ def is_simulator(module: ModuleType | None = None) -> bool:
 def reset_backend_for_tests() -> None:
     global _chosen
     _chosen = None
+
+
+class _LazyTTNN:
+    """`from tt_models.backend import ttnn`: resolves the backend on first use, so importing model code never
+    decides it (tests and the vLLM platform set TT_BACKEND before the first op)."""
+
+    def __getattr__(self, name: str):
+        return getattr(get_ttnn(), name)
+
+
+ttnn = _LazyTTNN()

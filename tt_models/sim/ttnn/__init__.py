@@ -23,6 +23,7 @@ from .conversion import (
     to_layout,
     to_torch,
     typecast,
+    zeros,
 )
 from .data_movement import (
     clone,

@@ -13,7 +13,7 @@ from .device import MeshDevice
 from .errors import TTError
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
-from .types import BLOCK_FLOAT_TYPES, DataType, Layout, MemoryConfig, round_up
+from .types import DataType, Layout, MemoryConfig
 
 # What ttnn.to_torch hands back for each TT dtype.
 _TO_TORCH = {
@@ -284,9 +284,16 @@ def deallocate(tensor: Tensor, force: bool = True) -> None:
     tensor._shards = []
 
 
-def tile_padded(dim: int) -> int:
-    return round_up(dim, 32)
+def zeros(
+    shape: Any,
+    dtype: DataType = DataType.BFLOAT16,
+    layout: Layout = Layout.ROW_MAJOR,
+    device: MeshDevice | None = None,
+    memory_config: MemoryConfig | None = None,
+) -> Tensor:
+    """A zero-filled tensor (zero is exact in every dtype, so no rounding pass is needed)."""
+    from .tensor import _CONTAINER
 
-
-def is_block_float(dtype: DataType) -> bool:
-    return dtype in BLOCK_FLOAT_TYPES
+    check_layout_for_dtype("zeros", dtype, layout)
+    host = Tensor.make([torch.zeros(tuple(shape), dtype=_CONTAINER[dtype])], dtype, layout, None)
+    return _place(host, device, memory_config) if device is not None else host

@@ -1,0 +1,148 @@
+"""The generation classes vLLM calls (the TT model-integration contract).
+
+`initialize_vllm_model` builds a model from an HF config; `allocate_kv_cache` makes the paged cache;
+`prefill_forward` / `decode_forward` run steps; `read_decode_output` / `process_decode_output_host` read decode
+results back; `warmup_model_prefill` / `warmup_model_decode` compile and capture before serving.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from tt_models.checkpoint import hf_to_meta, load_state_dict
+from tt_models.config import load_optimizations
+
+from tt_models.backend import ttnn
+from tt_models.generator import Generator, prefill_bucket
+from tt_models.model import Transformer
+from tt_models.model_args import ModelArgs, UnsupportedModelError
+from tt_models.sampling import TTSamplingParams, require_device_sampling_support
+from tt_models.weights import WeightStore, weight_cache_dir
+
+logger = logging.getLogger(__name__)
+DEFAULT_TOKEN_BUDGET = 131072
+
+
+class TTCausalLM(Generator):
+    """Shared implementation of the text-only decoder families."""
+
+    model_capabilities = {"supports_prefix_caching": True}
+    architecture = ""
+
+    @classmethod
+    def initialize_vllm_model(
+        cls,
+        hf_config: Any,
+        mesh_device: Any,
+        max_batch_size: int,
+        max_seq_len: int = 4096,
+        n_layers: int | None = None,
+        tt_data_parallel: int = 1,
+        optimizations: str | None = "performance",
+        model_path: str | Path | None = None,
+    ) -> TTCausalLM:
+        if tt_data_parallel != 1:
+            raise UnsupportedModelError(f"tt_data_parallel={tt_data_parallel}: only 1 is supported so far")
+        if mesh_device.get_num_devices() != 1:
+            raise UnsupportedModelError(
+                f"a {tuple(mesh_device.shape)} mesh needs tensor-parallel collectives, not implemented yet: use 1x1")
+        args = ModelArgs.from_hf_config(hf_config)
+        if n_layers is not None:
+            args = args.__class__(**{**args.__dict__, "n_layers": n_layers})
+        profile_name = optimizations or "performance"
+        profile = load_optimizations(profile_name)
+        path = Path(model_path or getattr(hf_config, "_name_or_path", "") or "")
+        if not path.is_dir():
+            raise FileNotFoundError(f"model directory {str(path)!r} (from hf_config._name_or_path) does not exist")
+        meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
+        weights = WeightStore(meta, mesh_device, weight_cache_dir(path, f"{profile_name}-{args.n_layers}l"))
+        max_chunk = 2048
+        model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk))
+        logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
+                    profile_name, max_batch_size, max_seq_len)
+        return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)
+
+    @classmethod
+    def get_max_tokens_all_users(cls, *args: Any, **kwargs: Any) -> int:
+        return DEFAULT_TOKEN_BUDGET
+
+    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
+        """kv_cache[dp][layer] = [K, V], each (num_blocks, n_kv_heads, block_size, head_dim) in the profile's
+        KV-cache dtype (vLLM's torch dtype only sizes the pages)."""
+        num_blocks, nkv, block_size, head_dim = kv_cache_shape
+        a = self.model.args
+        if (nkv, head_dim) != (a.n_kv_heads, a.head_dim):
+            raise ValueError(f"kv cache shape {kv_cache_shape} does not match the model's "
+                             f"{a.n_kv_heads} kv heads x head_dim {a.head_dim}")
+        if num_layers != a.n_layers:
+            raise ValueError(f"{num_layers} cache layers requested for a {a.n_layers}-layer model")
+        if block_size % 32:
+            raise ValueError(f"block_size {block_size} must be a multiple of 32 (TT tiles)")
+        dtype_tt = self.model.kv_cache_dtype()
+
+        def zeros() -> Any:
+            return ttnn.zeros(kv_cache_shape, dtype=dtype_tt, layout=ttnn.TILE_LAYOUT, device=self.mesh_device,
+                              memory_config=ttnn.DRAM_MEMORY_CONFIG)
+
+        return [[[zeros(), zeros()] for _ in range(num_layers)]]
+
+    def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
+                        sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
+                        start_pos: Any = None, **_: Any) -> torch.Tensor:
+        logits = self.prefill_forward_text(tokens, page_table, kv_cache, prompt_lens, start_pos, empty_slots)
+        if require_device_sampling_support(sampling_params):
+            return logits[:, 0].argmax(-1)
+        return logits
+
+    def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
+                       kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
+                       sampling_params: TTSamplingParams | None = None, **_: Any) -> Any:
+        return self.decode_forward_text(tokens, start_pos, page_table, kv_cache, enable_trace, read_from_device,
+                                        argmax_on_device=require_device_sampling_support(sampling_params))
+
+    def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
+        """Runs every prefill bucket once. The page table points at block 0, vLLM's reserved null block."""
+        block_size = kv_cache[0][0][0].shape[2]
+        n = 128
+        while True:
+            length = min(n, self.max_seq_len, self.max_prefill_chunk)
+            tokens = torch.zeros(1, length, dtype=torch.int32)
+            table = torch.zeros(1, -(-length // block_size), dtype=torch.int32)
+            self.prefill_forward(tokens, table, kv_cache, [length])
+            if length >= min(self.max_seq_len, self.max_prefill_chunk):
+                break
+            n *= 2
+        logger.info("prefill warmup done (buckets up to %d)", length)
+
+    def warmup_model_decode(self, kv_cache: list, enable_trace: bool, max_batch_size: int, num_blocks: int,
+                            sampling_params: Any = None, **_: Any) -> None:
+        """Compiles and captures decode at the exact shapes vLLM will use: all slots empty (-1), so nothing is
+        written to the cache."""
+        tokens = torch.zeros(max_batch_size, 1, dtype=torch.int32)
+        pos = torch.full((max_batch_size,), -1, dtype=torch.int32)
+        table = torch.zeros(max_batch_size, num_blocks, dtype=torch.int32)
+        for params in sampling_params or [None]:
+            self.decode_forward(tokens, pos, table, kv_cache, enable_trace=enable_trace, sampling_params=params)
+
+
+class TTLlamaForCausalLM(TTCausalLM):
+    architecture = "LlamaForCausalLM"
+
+
+class TTMistralForCausalLM(TTCausalLM):
+    architecture = "MistralForCausalLM"
+
+
+class TTQwen2ForCausalLM(TTCausalLM):
+    architecture = "Qwen2ForCausalLM"
+
+
+class TTQwen3ForCausalLM(TTCausalLM):
+    architecture = "Qwen3ForCausalLM"
+
+
+TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
+                                           TTQwen3ForCausalLM)}

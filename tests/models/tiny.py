@@ -1,0 +1,87 @@
+"""Tiny random-weight HF models per family, saved as safetensors, and an HF greedy reference with TT's
+near-tie rule."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+
+logger = logging.getLogger(__name__)
+NEAR_TIE = 1e-3  # top-2 logit gap, relative to the top logit, below which a greedy divergence is excused
+
+COMMON = dict(vocab_size=512, max_position_embeddings=1024, rms_norm_eps=1e-5, initializer_range=0.08)
+
+FAMILIES = {
+    # GQA, untied head, default rope
+    "llama_gqa": (LlamaConfig, dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)),
+    # MHA, tied embeddings, llama3 rope scaling
+    "llama_mha_tied_llama3": (LlamaConfig, dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        tie_word_embeddings=True,
+        rope_parameters=dict(rope_type="llama3", rope_theta=10000.0, factor=8.0, low_freq_factor=1.0,
+                             high_freq_factor=4.0, original_max_position_embeddings=256))),
+    # sliding window smaller than prompt + generation, so both prefill and decode exercise it
+    "mistral_window": (MistralConfig, dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                           num_attention_heads=4, num_key_value_heads=1, sliding_window=48,
+                                           tie_word_embeddings=False)),
+    # QKV bias
+    "qwen2_bias": (Qwen2Config, dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                     num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)),
+    # q/k RMSNorm; head_dim (64) != hidden / heads (32)
+    "qwen3_qknorm": (Qwen3Config, dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                       tie_word_embeddings=False)),
+}
+
+
+def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
+    """Random model saved with bf16-exact weights (the rounded weights both sides use)."""
+    cls, kw = FAMILIES[family]
+    out = root / family
+    if (out / "config.json").exists():
+        return out
+    torch.manual_seed(seed)
+    config = cls(**COMMON, **kw)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
+                p.copy_(1.0 + 0.2 * torch.randn_like(p))
+            p.copy_(p.to(torch.bfloat16).float())
+    model.save_pretrained(out, safe_serialization=True)
+    return out
+
+
+def load_hf(path: Path) -> torch.nn.Module:
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16).float())
+    return model
+
+
+def hf_config(path: Path):
+    return AutoConfig.from_pretrained(path)
+
+
+@torch.no_grad()
+def hf_last_logits(model: torch.nn.Module, ids: list[int]) -> torch.Tensor:
+    return model(torch.tensor([ids])).logits[0, -1].float()
+
+
+def check_greedy_step(tt_logits: torch.Tensor, ref_logits: torch.Tensor, where: str) -> int:
+    """Returns the token to continue with. Fails unless TT's argmax equals HF's or HF's top-2 is a near-tie."""
+    tt_tok, ref_tok = int(tt_logits.argmax()), int(ref_logits.argmax())
+    if tt_tok == ref_tok:
+        return ref_tok
+    top2 = torch.topk(ref_logits, 2).values
+    gap = float(top2[0] - top2[1])
+    assert gap < NEAR_TIE * abs(float(top2[0])), (
+        f"{where}: TT token {tt_tok} != HF token {ref_tok} (HF top-2 gap {gap:.4g}, not a near-tie)")
+    logger.warning("%s: near-tie divergence (gap %.3g): TT %d vs HF %d; resuming from HF", where, gap, tt_tok,
+                   ref_tok)
+    return ref_tok

@@ -1,0 +1,162 @@
+"""Host-side orchestration of a Transformer: prefill one user at a time (bucketed, chunked, prefix-aware) and
+batched decode with a captured trace replayed on fresh inputs."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from tt_models.backend import ttnn
+from tt_models.model import TILE, Transformer
+
+logger = logging.getLogger(__name__)
+
+
+def prefill_bucket(n: int) -> int:
+    """TT prefill lengths: 128, then the next power of two up to 2048, then multiples of 2048."""
+    if n <= 128:
+        return 128
+    if n <= 2048:
+        return 1 << (n - 1).bit_length()
+    return -(-n // 2048) * 2048
+
+
+@dataclass
+class _DecodeTrace:
+    trace_id: int | None
+    inputs: list[Any]  # device tensors the trace reads: tokens, current_pos, rot_idxs, page_table
+    output: Any
+
+
+@dataclass
+class Generator:
+    model: Transformer
+    mesh_device: Any
+    max_batch_size: int
+    max_seq_len: int
+    max_prefill_chunk: int = 2048
+    trace_captures: int = 0
+    _traces: dict[tuple, _DecodeTrace] = field(default_factory=dict)
+
+    # ---------------- prefill ----------------
+    def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
+                             prompt_lens: Any, start_pos: Any = None, empty_slots: Any = None) -> torch.Tensor:
+        """Returns float32 logits [B, 1, vocab] of each prompt's last token."""
+        layer_caches = kv_cache[0]
+        block_size = layer_caches[0][0].shape[2]
+        lens = [int(x) for x in prompt_lens]
+        starts = [int(x) for x in start_pos] if start_pos is not None else [0] * len(lens)
+        out = torch.empty(len(lens), 1, self.model.args.vocab_size)
+        for i, (n, start) in enumerate(zip(lens, starts, strict=True)):
+            if n > self.max_seq_len:
+                raise ValueError(f"prompt of {n} tokens is longer than max_seq_len {self.max_seq_len}")
+            if not 0 <= start < n or start % block_size:
+                raise ValueError(f"start_pos {start} must be a whole number of blocks ({block_size}) below {n}")
+            row = page_table[i, : -(-n // block_size)].to(torch.int32)
+            out[i, 0] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size)
+        return out
+
+    def _prefill_user(self, tokens: torch.Tensor, start: int, page_row: torch.Tensor, caches: list,
+                      block_size: int) -> torch.Tensor:
+        n = tokens.shape[0]
+        chunk = start
+        while True:
+            # Chunks start on block boundaries; each but the last is max_prefill_chunk long.
+            length = min(n - chunk, self.max_prefill_chunk)
+            padded = prefill_bucket(length)
+            ids = torch.zeros(padded, dtype=torch.int32)
+            ids[:length] = tokens[chunk : chunk + length]
+            first_block, end_block = chunk // block_size, -(-(chunk + length) // block_size)
+            # Attention may read up to the padded end; columns past the user's blocks point at the null block 0,
+            # whose rows only the discarded padding queries can see.
+            table = torch.zeros(1, -(-(chunk + padded) // block_size), dtype=torch.int32)
+            real = page_row[: table.shape[1]]
+            table[0, : real.shape[0]] = real
+            chunk_table = None
+            if chunk > 0:
+                chunk_table = self._to_device(page_row[None, first_block:end_block].contiguous(), ttnn.int32)
+            last = n - 1 - chunk
+            logits = self.model.prefill(self._to_device(ids.reshape(1, 1, 1, -1), ttnn.uint32), chunk, last, caches,
+                                        self._to_device(table, ttnn.int32), user_id=0, chunk_page_table=chunk_table,
+                                        fill_len=(end_block - first_block) * block_size)
+            chunk += length
+            if chunk >= n:
+                return ttnn.to_torch(logits)[0, 0, last % TILE].float()
+
+    def _to_device(self, t: torch.Tensor, dtype: Any) -> Any:
+        return ttnn.from_torch(t, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=self.mesh_device)
+
+    # ---------------- decode ----------------
+    def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor) -> list[Any]:
+        users = tokens.shape[0]
+        pos = start_pos.to(torch.int32).reshape(users)
+        return [
+            ttnn.from_torch(tokens.to(torch.int32).reshape(1, users), ttnn.uint32),
+            ttnn.from_torch(pos, ttnn.int32),
+            ttnn.from_torch(pos.clamp(min=0).reshape(1, users), ttnn.uint32),
+            ttnn.from_torch(page_table.to(torch.int32), ttnn.int32),
+        ]
+
+    def _decode_graph(self, inputs: list[Any], kv_cache: list, argmax: bool) -> Any:
+        tokens, pos, rot_idxs, page_table = inputs
+        logits = self.model.decode(tokens, pos, rot_idxs, page_table, kv_cache[0])
+        if argmax:
+            return ttnn.argmax(logits, dim=3, keepdim=True)
+        return logits
+
+    def decode_forward_text(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
+                            kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
+                            argmax_on_device: bool = False) -> Any:
+        users = tokens.shape[0]
+        if users != self.max_batch_size:
+            raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
+        host_inputs = self._host_inputs(tokens, start_pos, page_table)
+        if not enable_trace:
+            device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
+            out = self._decode_graph(device_inputs, kv_cache, argmax_on_device)
+        else:
+            key = (tuple(page_table.shape), argmax_on_device, id(kv_cache))
+            trace = self._traces.get(key)
+            if trace is None:
+                trace = self._capture(key, host_inputs, kv_cache, argmax_on_device)
+            for src, dst in zip(host_inputs, trace.inputs, strict=True):
+                ttnn.copy_host_to_device_tensor(src, dst)
+            ttnn.execute_trace(self.mesh_device, trace.trace_id, cq_id=0, blocking=False)
+            out = trace.output
+        result = (out, argmax_on_device, users)
+        return self.process_decode_output_host(*self.read_decode_output(result)) if read_from_device else result
+
+    def _capture(self, key: tuple, host_inputs: list[Any], kv_cache: list, argmax: bool) -> _DecodeTrace:
+        """Compile run, then capture. Traces for other shapes are released first: one trace per fixed shape."""
+        for old in self._traces.values():
+            ttnn.release_trace(self.mesh_device, old.trace_id)
+        self._traces.clear()
+        device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
+        self._decode_graph(device_inputs, kv_cache, argmax)  # compile run (writes the same cache rows again later)
+        tid = ttnn.begin_trace_capture(self.mesh_device, cq_id=0)
+        output = self._decode_graph(device_inputs, kv_cache, argmax)
+        ttnn.end_trace_capture(self.mesh_device, tid, cq_id=0)
+        self.trace_captures += 1
+        logger.info("captured decode trace %d for shape %s", tid, key[0])
+        trace = _DecodeTrace(tid, device_inputs, output)
+        self._traces[key] = trace
+        return trace
+
+    def read_decode_output(self, tt_out: Any, async_read: bool = False) -> tuple[Any, bool, int]:
+        out, is_tokens, users = tt_out
+        return ttnn.to_torch(out), is_tokens, users
+
+    def process_decode_output_host(self, host_out: Any, is_tokens: bool = False, users: int | None = None) -> Any:
+        users = users if users is not None else self.max_batch_size
+        if is_tokens:
+            return host_out.reshape(-1)[:users].to(torch.int64)
+        vocab = self.model.args.vocab_size
+        return host_out.reshape(-1, host_out.shape[-1])[:users, :vocab].float().unsqueeze(1)
+
+    def release(self) -> None:
+        for t in self._traces.values():
+            ttnn.release_trace(self.mesh_device, t.trace_id)
+        self._traces.clear()

@@ -1,0 +1,1 @@
+"""Model building blocks on TT-NN ops: attention with a paged KV cache, SwiGLU MLP, decoder layer."""

@@ -1,0 +1,95 @@
+"""Model hyper-parameters read from a Hugging Face config, with the supported families and features checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# HF architecture -> family. Each family is the Llama decoder with a few switches (ModelArgs below).
+SUPPORTED_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+SUPPORTED_ACTIVATIONS = ("silu",)
+
+
+class UnsupportedModelError(ValueError):
+    """The checkpoint needs an architecture or feature these TT models do not implement."""
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    family: str
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden_dim: int
+    vocab_size: int
+    norm_eps: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    qk_norm: bool
+    sliding_window: int | None
+    hf_config: Any  # kept for rope initialisation through transformers' own functions
+
+    @classmethod
+    def from_hf_config(cls, config: Any) -> ModelArgs:
+        archs = list(getattr(config, "architectures", None) or [])
+        arch = next((a for a in archs if a.removeprefix("TT") in SUPPORTED_ARCHITECTURES), None)
+        if arch is None:
+            raise UnsupportedModelError(
+                f"unsupported architecture {archs or getattr(config, 'model_type', '?')}; "
+                f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
+            )
+        family = SUPPORTED_ARCHITECTURES[arch.removeprefix("TT")]
+        rope = getattr(config, "rope_parameters", None) or {}
+        rope_type = rope.get("rope_type", "default")
+        if rope_type not in SUPPORTED_ROPE_TYPES:
+            raise UnsupportedModelError(f"rope type {rope_type!r} is not supported; supported: {SUPPORTED_ROPE_TYPES}")
+        act = getattr(config, "hidden_act", "silu")
+        if act not in SUPPORTED_ACTIVATIONS:
+            raise UnsupportedModelError(f"activation {act!r} is not supported; supported: {SUPPORTED_ACTIVATIONS}")
+        if getattr(config, "mlp_bias", False):
+            raise UnsupportedModelError("MLP biases (mlp_bias=True) are not supported")
+        n_heads = config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
+        window = None
+        if family == "mistral" or (family in ("qwen2", "qwen3") and getattr(config, "use_sliding_window", False)):
+            window = getattr(config, "sliding_window", None)
+        if family in ("qwen2", "qwen3") and window is not None:
+            layer_types = getattr(config, "layer_types", None) or []
+            if any(t != "sliding_attention" for t in layer_types):
+                raise UnsupportedModelError("mixed sliding/full attention layers are not supported")
+        return cls(
+            family=family,
+            dim=config.hidden_size,
+            n_layers=config.num_hidden_layers,
+            n_heads=n_heads,
+            n_kv_heads=getattr(config, "num_key_value_heads", None) or n_heads,
+            head_dim=head_dim,
+            hidden_dim=config.intermediate_size,
+            vocab_size=config.vocab_size,
+            norm_eps=config.rms_norm_eps,
+            max_position_embeddings=config.max_position_embeddings,
+            tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+            qkv_bias=family == "qwen2" or bool(getattr(config, "attention_bias", False)),
+            qk_norm=family == "qwen3",
+            sliding_window=window,
+            hf_config=config,
+        )
+
+    def check_tt_limits(self) -> None:
+        """Shapes the TT ops need; refused up front instead of failing inside an op."""
+        if self.head_dim % 32:
+            raise UnsupportedModelError(f"head_dim {self.head_dim} is not a multiple of 32 (TT tile width)")
+        if self.n_heads % self.n_kv_heads:
+            raise UnsupportedModelError(f"{self.n_heads} heads are not a multiple of {self.n_kv_heads} kv heads")
+        if self.dim % 32 or self.hidden_dim % 32:
+            raise UnsupportedModelError(
+                f"hidden size {self.dim} and MLP size {self.hidden_dim} must be multiples of 32")

@@ -1,0 +1,59 @@
+"""Turns an optimization profile (configs/optimizations/*.yaml) into ttnn dtypes and compute-kernel configs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tt_models.backend import ttnn
+
+_DTYPE = {"BFP4": "bfloat4_b", "BFP8": "bfloat8_b", "BF16": "bfloat16"}
+# fidelity setting -> (math fidelity, fp32 accumulation, approx mode)
+_FIDELITY = {
+    "LOFI": ("LoFi", False, True),
+    "HIFI2": ("HiFi2", True, True),
+    "HIFI2_NA": ("HiFi2", True, False),
+    "HIFI2_FP16": ("HiFi2", False, True),
+    "HIFI4": ("HiFi4", False, False),
+    "HIFI4_FP32": ("HiFi4", True, False),
+}
+
+
+@dataclass(frozen=True)
+class LayerPrecision:
+    """dtypes and kernel configs one decoder layer uses."""
+
+    wqkv: Any
+    wo: Any
+    ff1_ff3: Any
+    ff2: Any
+    kv_cache: Any
+    activation: Any
+    kernels: dict[str, Any]
+
+
+def dtype_of(setting: str) -> Any:
+    return getattr(ttnn, _DTYPE[setting])
+
+
+def kernel_config(setting: str) -> Any:
+    fidelity, fp32_acc, approx = _FIDELITY[setting]
+    return ttnn.WormholeComputeKernelConfig(
+        math_fidelity=getattr(ttnn.MathFidelity, fidelity), math_approx_mode=approx, fp32_dest_acc_en=fp32_acc,
+        packer_l1_acc=True,
+    )
+
+
+OP_GROUPS = ("LI_FF1_FF3", "LI_FF2", "LI_QKV_DECODE", "LI_O_DECODE", "SDPA_DECODE", "LI_QKV_PREFILL", "LI_O_PREFILL",
+             "SDPA_PREFILL")
+
+
+def layer_precision(profile: Any, layer: int) -> LayerPrecision:
+    def p(group: str) -> Any:
+        return dtype_of(profile.precision(group, layer))
+
+    return LayerPrecision(
+        wqkv=p("WQKV"), wo=p("WO"), ff1_ff3=p("FF1_FF3"), ff2=p("FF2"), kv_cache=p("KV_CACHE"),
+        activation=p("ACTIVATION"),
+        kernels={op: kernel_config(profile.fidelity(op, layer)) for op in OP_GROUPS},
+    )
