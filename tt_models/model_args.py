@@ -41,6 +41,9 @@ class ModelArgs:
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
         archs = list(getattr(config, "architectures", None) or [])
+        if not archs:  # e.g. a config read from a GGUF file names only its model_type
+            model_type = getattr(config, "model_type", "")
+            archs = [a for a, fam in SUPPORTED_ARCHITECTURES.items() if fam == model_type]
         arch = next((a for a in archs if a.removeprefix("TT") in SUPPORTED_ARCHITECTURES), None)
         if arch is None:
             raise UnsupportedModelError(

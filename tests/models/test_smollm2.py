@@ -33,8 +33,8 @@ def test_greedy_chat_matches_hf(smollm2_dir, mesh_device):
     width = 512 // BLOCK
     kv = tt.allocate_kv_cache((BATCH * width + 1, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
     table = (torch.arange(BATCH * width) + 1).reshape(BATCH, width).flip(1).to(torch.int32)  # scattered order
-    ids = [tok.apply_chat_template([{"role": "user", "content": c}], add_generation_prompt=True) for c in CHATS]
-    ids = [list(x["input_ids"]) if isinstance(x, dict) else list(x) for x in ids]
+    ids = [list(tok.apply_chat_template([{"role": "user", "content": c}], add_generation_prompt=True,
+                                        return_dict=True)["input_ids"]) for c in CHATS]
     width_tokens = max(map(len, ids))
     tokens = torch.zeros(BATCH, width_tokens, dtype=torch.int32)
     for i, p in enumerate(ids):

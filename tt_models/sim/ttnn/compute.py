@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,24 @@ def per_device(fn: Callable[..., torch.Tensor], *tensors: Any) -> list[torch.Ten
 
 def f32(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.float32 else x.float()
+
+
+_F32_CACHE: dict[int, tuple[Any, int, torch.Tensor]] = {}
+_F32_CACHE_MIN = 1 << 20
+
+
+def f32_cached(x: torch.Tensor) -> torch.Tensor:
+    """fp32 copy of a large, rarely written buffer (a weight), reused while the buffer is unchanged: a device
+    matmul reads bf16 weights at full speed, while torch would convert them on every call."""
+    if x.dtype == torch.float32 or x.numel() < _F32_CACHE_MIN:
+        return f32(x)
+    hit = _F32_CACHE.get(id(x))
+    if hit is not None and hit[0]() is x and hit[1] == x._version:
+        return hit[2]
+    out = x.float()
+    ref = weakref.ref(x, lambda _, key=id(x): _F32_CACHE.pop(key, None))
+    _F32_CACHE[id(x)] = (ref, x._version, out)
+    return out
 
 
 _UNARY: dict[Any, Callable[[torch.Tensor], torch.Tensor]] = {

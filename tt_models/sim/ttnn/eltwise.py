@@ -16,7 +16,7 @@ from .types import DataType, MemoryConfig
 def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_config: MemoryConfig | None,
             output_tensor: Tensor | None, activations: Any, a_acts: Any, b_acts: Any) -> Tensor:
     require_device(op, a, b if isinstance(b, Tensor) else None)
-    if isinstance(b, Tensor):
+    if isinstance(b, Tensor) and b.shape != a.shape:
         try:
             torch.broadcast_shapes(tuple(a.shape), tuple(b.shape))
         except RuntimeError:

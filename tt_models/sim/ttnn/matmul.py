@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .compute import output, per_device, unary
+from .compute import f32, f32_cached, output, per_device, unary
 from .errors import TTError
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
@@ -36,7 +36,7 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
         if x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32:
             y = torch.matmul(x, w)
         else:
-            y = torch.matmul(x.float(), w.float())
+            y = torch.matmul(f32(x), f32_cached(w))
         if bb is not None:
             y = y.float() + bb.float().reshape(-1)[: y.shape[-1]]
         return act(y.float()) if act is not None else y

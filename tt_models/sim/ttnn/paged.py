@@ -49,7 +49,7 @@ def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor) -> torch.Tensor:
     """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd]."""
     b, n = page_rows.shape
     _, nkv, bs, hd = cache.shape
-    pages = cache[page_rows.reshape(-1).long()].reshape(b, n, nkv, bs, hd)
+    pages = cache.index_select(0, page_rows.reshape(-1).long()).reshape(b, n, nkv, bs, hd)
     return pages.permute(0, 2, 1, 3, 4).reshape(b, nkv, n * bs, hd)
 
 

@@ -1,0 +1,100 @@
+"""SmolLM2-135M-Instruct on the simulated TT device vs HF transformers `generate`, same dtype, same CPU, same run.
+
+Decode throughput (tokens/s) at batch 1 and 32 for the simulator (traced decode, generation-class API) and for HF
+eager `generate` in bf16, plus simulator prefill time for 128 and 1024-token prompts. Prints JSON. Target: simulator
+decode at batch 32 >= 1.0x HF's tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+
+os.environ.setdefault("TT_BACKEND", "sim")
+
+from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+
+from generator_vllm import TTLlamaForCausalLM  # noqa: E402
+from tt_models.backend import ttnn  # noqa: E402
+from tt_models.checkpoint import default_model_dir  # noqa: E402
+
+BLOCK = 64
+
+
+def sim_decode_tps(tt, kv, batch: int, prompt_len: int, steps: int) -> float:
+    width = tt.max_seq_len // BLOCK
+    table = torch.zeros(tt.max_batch_size, width, dtype=torch.int32)
+    table[:batch] = (torch.arange(batch * width) + 1).reshape(batch, width)
+    g = torch.Generator().manual_seed(0)
+    prompts = torch.randint(100, 40000, (batch, prompt_len), generator=g, dtype=torch.int32)
+    logits = tt.prefill_forward(prompts, table[:batch], kv, [prompt_len] * batch)
+    nxt = torch.zeros(tt.max_batch_size, 1, dtype=torch.int32)
+    nxt[:batch, 0] = logits[:, 0].argmax(-1)
+    pos = torch.full((tt.max_batch_size,), -1, dtype=torch.int32)
+    pos[:batch] = prompt_len
+    tt.decode_forward(nxt, pos, table, kv)  # capture
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        pos[:batch] += 1
+        out = tt.decode_forward(nxt, pos, table, kv)
+        nxt[:batch, 0] = out[:batch, 0].argmax(-1)
+    return batch * steps / (time.perf_counter() - t0)
+
+
+def hf_decode_tps(model, batch: int, prompt_len: int, steps: int) -> float:
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(100, 40000, (batch, prompt_len), generator=g)
+    kw = dict(do_sample=False, pad_token_id=0)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw)
+        t_prefill = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        model.generate(ids, max_new_tokens=steps + 1, min_new_tokens=steps + 1, **kw)
+        t_all = time.perf_counter() - t0
+    return batch * steps / max(t_all - t_prefill, 1e-9)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--profile", default="accuracy", help="accuracy = bf16 weights, the dtype HF runs in")
+    ap.add_argument("--skip-hf", action="store_true")
+    args = ap.parse_args()
+    path = default_model_dir()
+    cfg = AutoConfig.from_pretrained(path)
+    result: dict = {"benchmark": "smollm2_decode", "profile": args.profile, "steps": args.steps,
+                    "prompt_len": args.prompt_len, "torch_threads": torch.get_num_threads()}
+    dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)
+    for batch in (1, 32):
+        tt = TTLlamaForCausalLM.initialize_vllm_model(cfg, dev, batch, 2048, optimizations=args.profile)
+        a = tt.model.args
+        kv = tt.allocate_kv_cache((batch * (2048 // BLOCK) + 1, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
+                                  a.n_layers)
+        result[f"sim_decode_tok_s_b{batch}"] = round(sim_decode_tps(tt, kv, batch, args.prompt_len, args.steps), 2)
+        if batch == 1:
+            for n in (128, 1024):
+                table = (torch.arange(2048 // BLOCK) + 1).to(torch.int32)[None]
+                toks = torch.randint(100, 40000, (1, n), dtype=torch.int32)
+                tt.prefill_forward(toks, table, kv, [n])  # warm
+                t0 = time.perf_counter()
+                tt.prefill_forward(toks, table, kv, [n])
+                result[f"sim_prefill_s_{n}"] = round(time.perf_counter() - t0, 4)
+        tt.release()
+    ttnn.close_mesh_device(dev)
+    if not args.skip_hf:
+        hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+        for batch in (1, 32):
+            result[f"hf_bf16_decode_tok_s_b{batch}"] = round(hf_decode_tps(hf, batch, args.prompt_len, args.steps), 2)
+        result["ratio_b32_sim_over_hf"] = round(result["sim_decode_tok_s_b32"] / result["hf_bf16_decode_tok_s_b32"], 3)
+        result["target_ratio_b32"] = 1.0
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
