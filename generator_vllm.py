@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tt_models.checkpoint import hf_to_meta, load_state_dict
-from tt_models.config import load_optimizations
 
 from tt_models.backend import ttnn
+from tt_models.checkpoint import hf_to_meta, load_state_dict
+from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.generator import Generator, prefill_bucket
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
@@ -24,6 +24,7 @@ from tt_models.weights import WeightStore, weight_cache_dir
 
 logger = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 131072
+DEFAULT_PREFILL_CHUNK = 2048
 
 
 class TTCausalLM(Generator):
@@ -52,22 +53,24 @@ class TTCausalLM(Generator):
         args = ModelArgs.from_hf_config(hf_config)
         if n_layers is not None:
             args = args.__class__(**{**args.__dict__, "n_layers": n_layers})
-        profile_name = optimizations or "performance"
-        profile = load_optimizations(profile_name)
         path = Path(model_path or getattr(hf_config, "_name_or_path", "") or "")
         if not path.is_dir():
             raise FileNotFoundError(f"model directory {str(path)!r} (from hf_config._name_or_path) does not exist")
+        overrides = load_model_overrides(path)
+        profile_name = overrides.profile_for(optimizations or "performance")
+        profile = load_optimizations(profile_name)
         meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
-        weights = WeightStore(meta, mesh_device, weight_cache_dir(path, f"{profile_name}-{args.n_layers}l"))
-        max_chunk = 2048
+        weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
+        max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk))
         logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
                     profile_name, max_batch_size, max_seq_len)
         return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)
 
     @classmethod
-    def get_max_tokens_all_users(cls, *args: Any, **kwargs: Any) -> int:
-        return DEFAULT_TOKEN_BUDGET
+    def get_max_tokens_all_users(cls, model_name: str, *args: Any, **kwargs: Any) -> int:
+        """KV-cache tokens across all users this model asks for (configs/models), before device limits."""
+        return load_model_overrides(model_name).token_budget or DEFAULT_TOKEN_BUDGET
 
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
         """kv_cache[dp][layer] = [K, V], each (num_blocks, n_kv_heads, block_size, head_dim) in the profile's

@@ -79,11 +79,13 @@ class Generator:
             if chunk > 0:
                 chunk_table = self._to_device(page_row[None, first_block:end_block].contiguous(), ttnn.int32)
             last = n - 1 - chunk
-            logits = self.model.prefill(self._to_device(ids.reshape(1, 1, 1, -1), ttnn.uint32), chunk, last, caches,
+            is_last = chunk + length >= n
+            logits = self.model.prefill(self._to_device(ids.reshape(1, 1, 1, -1), ttnn.uint32), chunk,
+                                        last if is_last else None, caches,
                                         self._to_device(table, ttnn.int32), user_id=0, chunk_page_table=chunk_table,
                                         fill_len=(end_block - first_block) * block_size)
             chunk += length
-            if chunk >= n:
+            if is_last:
                 return ttnn.to_torch(logits)[0, 0, last % TILE].float()
 
     def _to_device(self, t: torch.Tensor, dtype: Any) -> Any:

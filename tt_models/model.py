@@ -15,7 +15,7 @@ from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
 from tt_models.layers.decoder import DecoderLayer
 from tt_models.model_args import ModelArgs
-from tt_models.precision import layer_precision
+from tt_models.precision import dtype_of, layer_precision
 from tt_models.rope import cos_sin_tables, transformation_matrix
 from tt_models.weights import WeightStore
 
@@ -32,8 +32,11 @@ class Transformer:
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i]) for i in range(args.n_layers)]
         self.norm = weights.norm("norm.weight")
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
-        self.lm_head = weights.linear([head], ttnn.bfloat16 if profile.precision("WO", None) == "BF16"
-                                      else ttnn.bfloat8_b, "output")
+        head_dtype = profile.precision("LM_HEAD")
+        self.lm_head = weights.linear([head], dtype_of(head_dtype), "output")
+        # bf16 weights get fp32 logits (exact argmax for greedy checks); block-float heads produce bf16 logits,
+        # as the faster path on hardware does.
+        self.logits_dtype = ttnn.float32 if head_dtype == "BF16" else ttnn.bfloat16
         cos, sin = cos_sin_tables(args.hf_config, args.head_dim, max_positions)
         self.max_positions = max_positions
         # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
@@ -44,23 +47,26 @@ class Transformer:
         self.trans_mat = self._const(transformation_matrix(), ttnn.TILE_LAYOUT)
 
     def _const(self, t: torch.Tensor, layout: Any) -> Any:
-        return ttnn.from_torch(t, ttnn.bfloat16, layout=layout, device=self.device)
+        # Rotation tables match the residual precision: bf16 cos/sin alone cost ~0.3% on the logits.
+        return ttnn.from_torch(t, self.precisions[0].residual, layout=layout, device=self.device)
 
     def kv_cache_dtype(self) -> Any:
         return self.precisions[0].kv_cache
 
     def _embed(self, tokens: Any, rows: int) -> Any:
         x = ttnn.embedding(tokens, self.tok_embeddings, layout=ttnn.TILE_LAYOUT)
-        return ttnn.reshape(x, (1, 1, rows, self.args.dim))
+        x = ttnn.reshape(x, (1, 1, rows, self.args.dim))
+        residual = self.precisions[0].residual
+        return ttnn.typecast(x, residual) if x.dtype != residual else x
 
     def _head(self, x: Any) -> Any:
         x = ttnn.rms_norm(x, epsilon=self.args.norm_eps, weight=self.norm)
-        return ttnn.linear(x, self.lm_head, dtype=ttnn.float32)
+        return ttnn.linear(x, self.lm_head, dtype=self.logits_dtype)
 
-    def prefill(self, tokens: Any, start: int, last_token_idx: int, kv_cache: list, page_table: Any,
+    def prefill(self, tokens: Any, start: int, last_token_idx: int | None, kv_cache: list, page_table: Any,
                 user_id: int = 0, chunk_page_table: Any = None, fill_len: int | None = None) -> Any:
         """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] (float32) of the tile
-        holding row last_token_idx."""
+        holding row last_token_idx; None (a chunk before the last) only fills the cache."""
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
@@ -71,6 +77,8 @@ class Transformer:
         for layer, cache in zip(self.layers, kv_cache, strict=True):
             x = layer.prefill(x, rot, cache, page_table, user_id, chunk_start=start,
                               chunk_page_table=chunk_page_table, fill_len=fill_len)
+        if last_token_idx is None:
+            return None
         # Only the tile holding the last prompt token goes through the final norm and the LM head.
         t0 = (last_token_idx // TILE) * TILE
         x = ttnn.slice(x, [0, 0, t0, 0], [1, 1, t0 + TILE, self.args.dim])

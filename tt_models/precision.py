@@ -7,7 +7,7 @@ from typing import Any
 
 from tt_models.backend import ttnn
 
-_DTYPE = {"BFP4": "bfloat4_b", "BFP8": "bfloat8_b", "BF16": "bfloat16"}
+_DTYPE = {"BFP4": "bfloat4_b", "BFP8": "bfloat8_b", "BF16": "bfloat16", "FP32": "float32"}
 # fidelity setting -> (math fidelity, fp32 accumulation, approx mode)
 _FIDELITY = {
     "LOFI": ("LoFi", False, True),
@@ -29,6 +29,7 @@ class LayerPrecision:
     ff2: Any
     kv_cache: Any
     activation: Any
+    residual: Any
     kernels: dict[str, Any]
 
 
@@ -54,6 +55,6 @@ def layer_precision(profile: Any, layer: int) -> LayerPrecision:
 
     return LayerPrecision(
         wqkv=p("WQKV"), wo=p("WO"), ff1_ff3=p("FF1_FF3"), ff2=p("FF2"), kv_cache=p("KV_CACHE"),
-        activation=p("ACTIVATION"),
+        activation=p("ACTIVATION"), residual=p("RESIDUAL"),
         kernels={op: kernel_config(profile.fidelity(op, layer)) for op in OP_GROUPS},
     )

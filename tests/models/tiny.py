@@ -12,6 +12,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, MistralC
 logger = logging.getLogger(__name__)
 NEAR_TIE = 1e-3  # top-2 logit gap, relative to the top logit, below which a greedy divergence is excused
 
+LOGIT_SCALE = 6.0
 COMMON = dict(vocab_size=512, max_position_embeddings=1024, rms_norm_eps=1e-5, initializer_range=0.08)
 
 FAMILIES = {
@@ -48,6 +49,9 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
     config = cls(**COMMON, **kw)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     with torch.no_grad():
+        # A trained LM's logits are peaked (std of several units); random init at 0.08 gives flat ones where
+        # every greedy pick is a near-coin-flip. Scaling the output projection makes greedy choices meaningful.
+        model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
         for p in model.parameters():
             if p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))

@@ -47,7 +47,7 @@ class Attention:
     def prefill(self, x: Any, rot: Rot, kv_cache: list, page_table: Any, user_id: int,
                 chunk_start: int = 0, chunk_page_table: Any = None, fill_len: int | None = None) -> Any:
         a, k_ops = self.args, self.prec.kernels
-        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=ttnn.bfloat16,
+        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=self.prec.residual,
                           compute_kernel_config=k_ops["LI_QKV_PREFILL"])
         q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads,
                                                          transpose_k_heads=False)
@@ -77,11 +77,11 @@ class Attention:
         for t in (q, k, v):
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn)
-        return ttnn.linear(out, self.wo, dtype=ttnn.bfloat16, compute_kernel_config=k_ops["LI_O_PREFILL"])
+        return ttnn.linear(out, self.wo, dtype=self.prec.residual, compute_kernel_config=k_ops["LI_O_PREFILL"])
 
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
         a, k_ops = self.args, self.prec.kernels
-        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=ttnn.bfloat16,
+        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=self.prec.residual,
                           compute_kernel_config=k_ops["LI_QKV_DECODE"])
         q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads)
         ttnn.deallocate(qkv)
@@ -97,4 +97,4 @@ class Attention:
         for t in (q, k, v):
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads_decode(attn, num_heads=a.n_heads)
-        return ttnn.linear(out, self.wo, dtype=ttnn.bfloat16, compute_kernel_config=k_ops["LI_O_DECODE"])
+        return ttnn.linear(out, self.wo, dtype=self.prec.residual, compute_kernel_config=k_ops["LI_O_DECODE"])

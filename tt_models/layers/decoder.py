@@ -16,20 +16,21 @@ class DecoderLayer:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision) -> None:
         p = f"layers.{layer}."
         self.eps = args.norm_eps
+        self.residual = prec.residual
         self.attention_norm = weights.norm(p + "attention_norm.weight")
         self.ffn_norm = weights.norm(p + "ffn_norm.weight")
         self.attention = Attention(args, weights, layer, prec)
         self.mlp = MLP(weights, layer, prec)
 
     def _ffn(self, h: Any) -> Any:
-        return ttnn.add(h, self.mlp(ttnn.rms_norm(h, epsilon=self.eps, weight=self.ffn_norm)))
+        return ttnn.add(h, self.mlp(ttnn.rms_norm(h, epsilon=self.eps, weight=self.ffn_norm)), dtype=self.residual)
 
     def prefill(self, x: Any, rot: Rot, kv_cache: list, page_table: Any, user_id: int, **chunk: Any) -> Any:
         attn = self.attention.prefill(ttnn.rms_norm(x, epsilon=self.eps, weight=self.attention_norm), rot, kv_cache,
                                       page_table, user_id, **chunk)
-        return self._ffn(ttnn.add(x, attn))
+        return self._ffn(ttnn.add(x, attn, dtype=self.residual))
 
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
         attn = self.attention.decode(ttnn.rms_norm(x, epsilon=self.eps, weight=self.attention_norm), rot, kv_cache,
                                      current_pos, page_table)
-        return self._ffn(ttnn.add(x, attn))
+        return self._ffn(ttnn.add(x, attn, dtype=self.residual))

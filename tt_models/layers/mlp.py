@@ -19,11 +19,11 @@ class MLP:
 
     def __call__(self, x: Any) -> Any:
         k = self.prec.kernels
-        gate = ttnn.linear(x, self.w1, dtype=ttnn.bfloat16, compute_kernel_config=k["LI_FF1_FF3"])
-        up = ttnn.linear(x, self.w3, dtype=ttnn.bfloat16, compute_kernel_config=k["LI_FF1_FF3"])
+        gate = ttnn.linear(x, self.w1, dtype=self.prec.residual, compute_kernel_config=k["LI_FF1_FF3"])
+        up = ttnn.linear(x, self.w3, dtype=self.prec.residual, compute_kernel_config=k["LI_FF1_FF3"])
         h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation)
         ttnn.deallocate(gate)
         ttnn.deallocate(up)
-        out = ttnn.linear(h, self.w2, dtype=ttnn.bfloat16, compute_kernel_config=k["LI_FF2"])
+        out = ttnn.linear(h, self.w2, dtype=self.prec.residual, compute_kernel_config=k["LI_FF2"])
         ttnn.deallocate(h)
         return out

@@ -50,8 +50,9 @@ def f32_cached(x: torch.Tensor) -> torch.Tensor:
     if hit is not None and hit[0]() is x and hit[1] == x._version:
         return hit[2]
     out = x.float()
-    ref = weakref.ref(x, lambda _, key=id(x): _F32_CACHE.pop(key, None))
-    _F32_CACHE[id(x)] = (ref, x._version, out)
+    key = id(x)
+    ref = weakref.ref(x, lambda _: _F32_CACHE.pop(key, None))
+    _F32_CACHE[key] = (ref, x._version, out)
     return out
 
 

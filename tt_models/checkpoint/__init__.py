@@ -1,0 +1,7 @@
+"""Checkpoints: HF safetensors directories, the default model's GGUF, and the HF -> Meta (TT) weight layout."""
+
+from .gguf import convert_gguf_to_hf_dir, default_model_dir
+from .hf import load_state_dict
+from .meta import hf_to_meta
+
+__all__ = ["convert_gguf_to_hf_dir", "default_model_dir", "hf_to_meta", "load_state_dict"]

@@ -1,0 +1,62 @@
+"""HF -> Meta weight names and the per-head q/k permutation TT's interleaved rotary embedding needs.
+
+HF rotates channel j with channel j + head_dim/2 ("rotate half"); TT rotates adjacent pairs (2j, 2j+1). Permuting
+the rows of each q/k head so that new row 2j = old row j and new row 2j+1 = old row j + head_dim/2 makes the two
+agree; q.k is unchanged. The same permutation applies to q/k biases and q/k-norm weights. V and WO are untouched,
+so the cached K is in the permuted order.
+"""
+
+from __future__ import annotations
+
+import torch
+
+_RENAMES = (
+    ("model.", ""),
+    ("embed_tokens", "tok_embeddings"),
+    ("lm_head", "output"),
+    ("input_layernorm", "attention_norm"),
+    ("post_attention_layernorm", "ffn_norm"),
+    ("self_attn", "attention"),
+    ("mlp", "feed_forward"),
+    ("q_proj", "wq"),
+    ("k_proj", "wk"),
+    ("v_proj", "wv"),
+    ("o_proj", "wo"),
+    ("gate_proj", "w1"),
+    ("down_proj", "w2"),
+    ("up_proj", "w3"),
+)
+
+
+def meta_name(hf_name: str) -> str:
+    for old, new in _RENAMES:
+        hf_name = hf_name.replace(old, new)
+    return hf_name
+
+
+def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tensor:
+    """Reorder each head's rows (dim 0) from rotate-half to interleaved pairs."""
+    order = torch.stack([torch.arange(head_dim // 2), torch.arange(head_dim // 2) + head_dim // 2], 1).reshape(-1)
+    return w.reshape(n_heads, head_dim, *w.shape[1:])[:, order].reshape(w.shape)
+
+
+def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int,
+               head_dim: int) -> dict[str, torch.Tensor]:
+    out: dict[str, torch.Tensor] = {}
+    for name, w in state_dict.items():
+        if "rotary_emb" in name:
+            continue
+        new = meta_name(name)
+        if ".attention.wq." in new:
+            w = interleave_heads(w, n_heads, head_dim)
+        elif ".attention.wk." in new:
+            w = interleave_heads(w, n_kv_heads, head_dim)
+        elif ".attention.q_norm." in new or ".attention.k_norm." in new:
+            w = interleave_heads(w, 1, head_dim)
+        out[new] = w
+    # Tied embeddings: a checkpoint may store either copy (safetensors keeps one name of a shared tensor).
+    if "output.weight" not in out and "tok_embeddings.weight" in out:
+        out["output.weight"] = out["tok_embeddings.weight"]
+    if "tok_embeddings.weight" not in out and "output.weight" in out:
+        out["tok_embeddings.weight"] = out["output.weight"]
+    return out
