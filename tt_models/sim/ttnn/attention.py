@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from .compute import f32, output, per_device
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .paged import gather_pages, require_page_table
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
@@ -65,10 +65,19 @@ def scaled_dot_product_attention(
     program_config: Any = None,
     compute_kernel_config: Any = None,
     attention_sink: Tensor | None = None,
+    cu_window_seqlens: Any = None,
+    windowed_q_token_offset: int | None = None,
+    windowed_q_token_offset_tensor: Tensor | None = None,
+    output_concat_heads: bool = False,
+    attn_mask_block_map: Any = None,
 ) -> Tensor:
     op = "transformer.scaled_dot_product_attention"
     q, k, v = input_tensor_q, input_tensor_k, input_tensor_v
     require_device(op, q, k, v, attn_mask)
+    refuse_options(op, attention_sink=attention_sink, cu_window_seqlens=cu_window_seqlens,
+                   windowed_q_token_offset=windowed_q_token_offset,
+                   windowed_q_token_offset_tensor=windowed_q_token_offset_tensor,
+                   output_concat_heads=output_concat_heads, attn_mask_block_map=attn_mask_block_map)
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_layout(op, name, t, Layout.TILE)
     b, nqh, s, d = q.shape
@@ -96,18 +105,28 @@ def chunked_scaled_dot_product_attention(
     input_tensor_k: Tensor,
     input_tensor_v: Tensor,
     page_table_tensor: Tensor,
-    chunk_start_idx: int,
+    chunk_start_idx: int | None = None,
     *,
+    chunk_start_idx_tensor: Tensor | None = None,
     scale: float | None = None,
     memory_config: MemoryConfig | None = None,
     program_config: Any = None,
     compute_kernel_config: Any = None,
+    paged_cache_geometry: Any = None,
+    sliding_window_size: int | None = None,
+    attention_sink: Tensor | None = None,
 ) -> Tensor:
     """Causal attention of a chunk of queries at positions chunk_start_idx.. over keys 0..chunk end, read from the
     paged cache (which must already hold this chunk's keys and values)."""
     op = "transformer.chunked_scaled_dot_product_attention"
     q, kc, vc = input_tensor_q, input_tensor_k, input_tensor_v
-    require_device(op, q, kc, vc, page_table_tensor)
+    require_device(op, q, kc, vc, page_table_tensor, chunk_start_idx_tensor)
+    refuse_options(op, paged_cache_geometry=paged_cache_geometry, attention_sink=attention_sink)
+    if (chunk_start_idx is None) == (chunk_start_idx_tensor is None):
+        raise TTError(op, "pass exactly one of chunk_start_idx and chunk_start_idx_tensor")
+    if chunk_start_idx_tensor is not None:
+        # The tensor form reads the start on device; here it is read once per call.
+        chunk_start_idx = int(chunk_start_idx_tensor.shard(0).reshape(-1)[0])
     require_layout(op, "q", q, Layout.TILE)
     require_page_table(op, page_table_tensor)
     b, nqh, s, d = q.shape
@@ -127,7 +146,7 @@ def chunked_scaled_dot_product_attention(
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor) -> torch.Tensor:
         keys = gather_pages(kk, pt[:, :nblocks])[:, :, :end]
         vals = gather_pages(vv, pt[:, :nblocks])[:, :, :end]
-        return attend(qq, keys, vals, qpos, None, sc, True, None)
+        return attend(qq, keys, vals, qpos, None, sc, True, sliding_window_size)
 
     return output(q, per_device(compute, q, kc, vc, page_table_tensor), _sdpa_out_dtype(q), Layout.TILE,
                   memory_config)

@@ -3,8 +3,8 @@
 Sixteen consecutive values along the last dim (one row of a 16x16 tile face) share the largest 8-bit exponent E of the
 block. Each value keeps a sign and a magnitude of 7 (bfp8) or 3 (bfp4) bits that includes the explicit leading one,
 so value = +-m * 2^(E - 127 - frac_bits). Smaller values lose (E - e) more bits. Rounding is to nearest even on the
-shifted significand, m saturates at its maximum, and denormal inputs are flushed to zero. The arithmetic is done on
-the integer significand so it is exact for every input exponent.
+shifted significand, m saturates at its maximum, denormal inputs are flushed to zero, and zero is always +0.
+The arithmetic is done on the integer significand so it is exact for every input exponent.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def quantize_block_float(x: torch.Tensor, dtype: DataType) -> torch.Tensor:
     scale_exp = (shared - 127 - frac_bits).to(torch.int32)
     mag = torch.ldexp(m.to(torch.float32), scale_exp.to(torch.float32))
     mag = torch.where(shared > 0, mag, torch.zeros_like(mag))
-    out = torch.where(negative, -mag, mag).reshape(*x.shape)
+    # A magnitude that rounds to zero packs as +0: the packer drops the sign of zero.
+    out = torch.where(negative & (m > 0), -mag, mag).reshape(*x.shape)
     if pad:
         out = out[..., :n]
     return out.reshape(shape)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from .device import MeshDevice
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
 from .types import DataType, Layout, MemoryConfig
@@ -111,7 +111,11 @@ def from_torch(
     memory_config: MemoryConfig | None = None,
     mesh_mapper: Any = None,
     cq_id: int | None = None,
+    preserve_nan_values: bool = False,
+    col_tilize: bool = False,
+    enable_bfloat_opt: bool = False,
 ) -> Tensor:
+    refuse_options("from_torch", spec=spec, tile=tile, col_tilize=col_tilize)
     if not isinstance(tensor, torch.Tensor):
         raise TTError("from_torch", f"expects a torch.Tensor, got {type(tensor).__name__}")
     dtype = dtype or default_dtype_for(tensor)
@@ -168,7 +172,7 @@ def as_tensor(
     cache_file_name: str | Path | None = None,
     preprocess: Any = None,
     mesh_mapper: Any = None,
-    use_device_tilizer: bool = False,
+    cache_dump_mode: bool = False,
 ) -> Tensor:
     """from_torch with an on-disk cache of the converted tensor: a second start skips the (block-float) rounding."""
     if cache_file_name is None:
@@ -195,7 +199,7 @@ def as_tensor(
 
 
 def to_device(
-    tensor: Tensor, device: MeshDevice, *, memory_config: MemoryConfig | None = None, cq_id: int | None = None
+    tensor: Tensor, device: MeshDevice, memory_config: MemoryConfig | None = None, *, queue_id: int | None = None
 ) -> Tensor:
     if tensor.device_or_none is not None:
         if tensor.device_or_none is device:
@@ -204,7 +208,7 @@ def to_device(
     return _place(tensor, device, memory_config)
 
 
-def from_device(tensor: Tensor, *, blocking: bool = True, cq_id: int | None = None) -> Tensor:
+def from_device(tensor: Tensor, blocking: bool = True, *, queue_id: int | None = None) -> Tensor:
     if tensor._deallocated:
         raise TTError("from_device", "tensor was deallocated")
     forbid_host_read("from_device", tensor.device_or_none)
@@ -230,6 +234,7 @@ def to_layout(
     dtype: DataType | None = None,
     memory_config: MemoryConfig | None = None,
     sub_core_grids: Any = None,
+    pad_value: float | None = None,
 ) -> Tensor:
     if tensor._deallocated:
         raise TTError("to_layout", "tensor was deallocated")

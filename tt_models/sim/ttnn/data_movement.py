@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device
 from .trace import device_op
 from .types import MemoryConfig
@@ -24,8 +24,9 @@ def reshape(
     *,
     memory_config: MemoryConfig | None = None,
     pad_value: float | None = None,
-    recreate_mapping_tensor: bool = False,
-    sub_core_grid: Any = None,
+    reshape_tile_mode: Any = None,
+    sub_core_grids: Any = None,
+    skip_padding_fill: bool = False,
 ) -> Tensor:
     require_device("reshape", input_tensor)
     shape = tuple(int(d) for d in shape)
@@ -61,17 +62,21 @@ def transpose(input_tensor: Tensor, dim1: int, dim2: int, *, memory_config: Memo
 @device_op()
 def slice(
     input_tensor: Tensor,
-    slice_start: Any,
-    slice_end: Any,
+    starts: Any,
+    ends: Any,
     slice_step: Any = None,
     *,
     memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
     pad_value: float | None = None,
+    slice_dim: int | None = None,
+    num_devices: int | None = None,
     sub_core_grids: Any = None,
 ) -> Tensor:
     require_device("slice", input_tensor)
+    refuse_options("slice", output_tensor=output_tensor, slice_dim=slice_dim, num_devices=num_devices)
     rank = input_tensor.shape.rank
-    starts, ends = list(slice_start), list(slice_end)
+    starts, ends = list(starts), list(ends)
     steps = list(slice_step) if slice_step is not None else [1] * rank
     if not len(starts) == len(ends) == len(steps) == rank:
         raise TTError("slice", f"starts/ends/steps must each have {rank} entries (the tensor's rank)")
@@ -103,8 +108,9 @@ def concat(
 
 
 @device_op()
-def clone(input_tensor: Tensor, *, dtype: Any = None, memory_config: MemoryConfig | None = None,
+def clone(input: Tensor, *, dtype: Any = None, memory_config: MemoryConfig | None = None,  # noqa: A002
           compute_kernel_config: Any = None) -> Tensor:
+    input_tensor = input
     require_device("clone", input_tensor)
     out = _like(input_tensor, [s.clone() for s in input_tensor._shards], memory_config)
     if dtype is not None and dtype != input_tensor.dtype:
@@ -123,9 +129,17 @@ def unsqueeze_to_4D(tensor: Tensor) -> Tensor:
 
 
 @device_op()
-def to_memory_config(input_tensor: Tensor, memory_config: MemoryConfig, dtype: Any = None) -> Tensor:
-    require_device("to_memory_config", input_tensor)
-    return _like(input_tensor, list(input_tensor._shards), memory_config)
+def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: Any = None,
+                     output_tensor: Tensor | None = None) -> Tensor:
+    require_device("to_memory_config", tensor)
+    refuse_options("to_memory_config", output_tensor=output_tensor)
+    out = _like(tensor, list(tensor._shards), memory_config)
+    if dtype is not None and dtype != tensor.dtype:
+        from .tensor import store_as
+
+        out = Tensor.make([store_as(s, dtype) for s in out._shards], dtype, out.layout, out.device_or_none,
+                          memory_config)
+    return out
 
 
 @device_op()
@@ -138,6 +152,8 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
 
 
 @device_op()
-def interleaved_to_sharded(input_tensor: Tensor, memory_config: MemoryConfig, output_dtype: Any = None) -> Tensor:
+def interleaved_to_sharded(input_tensor: Tensor, sharded_memory_config: MemoryConfig, output_dtype: Any = None, *,
+                           keep_l1_aligned: bool = False, preallocated_output: Tensor | None = None) -> Tensor:
     require_device("interleaved_to_sharded", input_tensor)
-    return _like(input_tensor, list(input_tensor._shards), memory_config)
+    refuse_options("interleaved_to_sharded", preallocated_output=preallocated_output)
+    return _like(input_tensor, list(input_tensor._shards), sharded_memory_config)

@@ -131,7 +131,6 @@ def _forbid_during_capture(op: str) -> None:
 
 def open_mesh_device(
     mesh_shape: MeshShape | None = None,
-    *,
     l1_small_size: int = 0,
     trace_region_size: int = 0,
     num_command_queues: int = 1,

@@ -40,14 +40,15 @@ def add(
     input_tensor_a: Tensor,
     input_tensor_b: Any,
     *,
+    fast_and_approximate_mode: bool = False,
     dtype: DataType | None = None,
     memory_config: MemoryConfig | None = None,
     output_tensor: Tensor | None = None,
     activations: Any = None,
     input_tensor_a_activations: Any = None,
     input_tensor_b_activations: Any = None,
-    use_legacy: bool | None = None,
     sub_core_grids: Any = None,
+    sub_device_id: Any = None,
 ) -> Tensor:
     return _binary("add", torch.add, input_tensor_a, input_tensor_b, dtype, memory_config, output_tensor,
                    activations, input_tensor_a_activations, input_tensor_b_activations)
@@ -58,14 +59,15 @@ def mul(
     input_tensor_a: Tensor,
     input_tensor_b: Any,
     *,
+    fast_and_approximate_mode: bool = False,
     dtype: DataType | None = None,
     memory_config: MemoryConfig | None = None,
     output_tensor: Tensor | None = None,
     activations: Any = None,
     input_tensor_a_activations: Any = None,
     input_tensor_b_activations: Any = None,
-    use_legacy: bool | None = None,
     sub_core_grids: Any = None,
+    sub_device_id: Any = None,
 ) -> Tensor:
     return _binary("mul", torch.mul, input_tensor_a, input_tensor_b, dtype, memory_config, output_tensor,
                    activations, input_tensor_a_activations, input_tensor_b_activations)

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from .compute import output, per_device
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype, require_layout
 from .trace import device_op
 from .types import TILE_SIZE, DataType, Layout, MemoryConfig
@@ -25,22 +25,23 @@ def _head_dim(op: str, width: int, num_heads: int, num_kv_heads: int) -> int:
 
 @device_op()
 def nlp_create_qkv_heads(
-    input_tensor: Tensor,
-    input_tensor_kv: Tensor | None = None,
+    input: Tensor,  # noqa: A002
+    input_kv: Tensor | None = None,
     *,
     num_heads: int,
     num_kv_heads: int | None = None,
     transpose_k_heads: bool = False,
+    kv_tied: bool = False,
     memory_config: MemoryConfig | None = None,
     output_tensors: Any = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """[B, 1, S, (nh + 2 nkv) * hd] -> Q [B, nh, S, hd], K [B, nkv, S, hd] (or [B, nkv, hd, S]), V [B, nkv, S, hd]."""
     op = "experimental.nlp_create_qkv_heads"
-    require_device(op, input_tensor, input_tensor_kv)
+    input_tensor = input
+    require_device(op, input_tensor, input_kv)
+    refuse_options(op, input_kv=input_kv is not None, kv_tied=kv_tied, output_tensors=output_tensors)
     require_layout(op, "input_tensor", input_tensor, Layout.TILE)
     nkv = num_kv_heads or num_heads
-    if input_tensor_kv is not None:
-        raise TTError(op, "a separate input_tensor_kv is not supported by the simulator; fuse QKV")
     if input_tensor.shape.rank != 4 or input_tensor.shape[1] != 1:
         raise TTError(op, f"input must be [B, 1, S, width], got {tuple(input_tensor.shape)}")
     hd = _head_dim(op, input_tensor.shape[-1], num_heads, nkv)
@@ -65,6 +66,7 @@ def nlp_create_qkv_heads_decode(
     *,
     num_heads: int,
     num_kv_heads: int | None = None,
+    output_tensors: Any = None,
     overlap_qk_coregrid: bool = True,
     batch_offset: Tensor | None = None,
     slice_size: int | None = None,
@@ -73,6 +75,7 @@ def nlp_create_qkv_heads_decode(
     """[1, 1, B, (nh + 2 nkv) * hd] -> Q [1, B, nh, hd], K [1, B, nkv, hd], V [1, B, nkv, hd] (heads padded to 32)."""
     op = "experimental.nlp_create_qkv_heads_decode"
     require_device(op, input_tensor)
+    refuse_options(op, output_tensors=output_tensors, batch_offset=batch_offset, slice_size=slice_size)
     require_layout(op, "input_tensor", input_tensor, Layout.TILE)
     require_dtype(op, "input_tensor", input_tensor, (DataType.BFLOAT16, DataType.FLOAT32))
     nkv = num_kv_heads or num_heads
@@ -107,11 +110,13 @@ def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None
 
 @device_op()
 def nlp_concat_heads_decode(
-    input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None, sub_core_grids: Any = None
+    input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None, sub_core_grids: Any = None
 ) -> Tensor:
     """[1, B, nh(padded), hd] -> [1, 1, B, num_heads * hd], dropping the padded heads."""
     op = "experimental.nlp_concat_heads_decode"
     require_device(op, input_tensor)
+    refuse_options(op, output_tensor=output_tensor)
     require_layout(op, "input_tensor", input_tensor, Layout.TILE)
     _, b, nh, hd = input_tensor.shape
     if num_heads > nh:

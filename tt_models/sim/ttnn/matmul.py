@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from .compute import f32, f32_cached, output, per_device, unary
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
 from .types import DataType, Layout, MemoryConfig
@@ -61,7 +61,9 @@ def matmul(
     optional_output_tensor: Tensor | None = None,
     global_cb: Any = None,
     sub_device_id: Any = None,
+    prefetcher_pipes: Any = None,
 ) -> Tensor:
+    refuse_options("matmul", optional_output_tensor=optional_output_tensor, global_cb=global_cb)
     return _matmul("matmul", input_tensor_a, input_tensor_b, None, transpose_a, transpose_b, dtype, activation,
                    memory_config)
 
@@ -84,6 +86,10 @@ def linear(
     optional_output_tensor: Tensor | None = None,
     global_cb: Any = None,
     sub_device_id: Any = None,
+    prefetcher_pipes: Any = None,
+    in0_column_offset: Any = None,
 ) -> Tensor:
+    refuse_options("linear", optional_output_tensor=optional_output_tensor, global_cb=global_cb,
+                   in0_column_offset=in0_column_offset)
     return _matmul("linear", input_tensor_a, input_tensor_b, bias, transpose_a, transpose_b, dtype, activation,
                    memory_config)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .compute import f32, output, per_device
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
 from .trace import DuringCapture, device_op
 from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, MemoryConfig
@@ -67,11 +67,17 @@ def paged_fill_cache(
     *,
     batch_idx_tensor: Tensor | None = None,
     batch_idx: int = 0,
-    memory_config: MemoryConfig | None = None,
+    compute_kernel_config: Any = None,
+    mesh_coords: Any = None,
+    block_size: int | None = None,
+    cache_position_modulo: int | None = None,
+    valid_seq_len_tensor: Tensor | None = None,
 ) -> None:
     """Copy a user's prompt K or V [1, nkv, S, hd] into its pages, tile by tile (tile padding included)."""
     op = "experimental.paged_fill_cache"
     require_device(op, cache_tensor, input_tensor, page_table, batch_idx_tensor)
+    refuse_options(op, mesh_coords=mesh_coords, block_size=block_size, cache_position_modulo=cache_position_modulo,
+                   valid_seq_len_tensor=valid_seq_len_tensor)
     nb, nkv, bs, hd = _require_cache(op, cache_tensor)
     require_layout(op, "input", input_tensor, Layout.TILE)
     require_page_table(op, page_table)
@@ -109,10 +115,16 @@ def paged_update_cache(
     page_table: Tensor | None = None,
     batch_offset: int = 0,
     compute_kernel_config: Any = None,
+    mesh_coords: Any = None,
+    block_size: int | None = None,
+    num_kv_heads: int | None = None,
+    cache_position_modulo: int | None = None,
 ) -> None:
     """Write one new K or V row per user ([1, B, nkv, hd]) at that user's position, re-packed into the cache dtype."""
     op = "experimental.paged_update_cache"
     require_device(op, cache_tensor, input_tensor, update_idxs_tensor, page_table)
+    refuse_options(op, share_cache=share_cache, mesh_coords=mesh_coords, block_size=block_size,
+                   num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo)
     nb, nkv, bs, hd = _require_cache(op, cache_tensor)
     require_layout(op, "input", input_tensor, Layout.TILE)
     require_dtype(op, "input", input_tensor, (DataType.BFLOAT16, DataType.FLOAT32))
@@ -159,29 +171,32 @@ def paged_scaled_dot_product_attention_decode(
     input_tensor_q: Tensor,
     input_tensor_k: Tensor,
     input_tensor_v: Tensor,
+    page_table_tensor: Tensor,
     *,
     is_causal: bool = True,
     attn_mask: Tensor | None = None,
-    cur_pos: list[int] | None = None,
     cur_pos_tensor: Tensor | None = None,
-    page_table_tensor: Tensor | None = None,
     attention_sink: Tensor | None = None,
     scale: float | None = None,
     sliding_window_size: int | None = None,
     memory_config: MemoryConfig | None = None,
     program_config: Any = None,
     compute_kernel_config: Any = None,
+    paged_cache_geometry: Any = None,
+    cache_position_modulo: int | None = None,
+    spec_multi_pos_tiles: Any = None,
 ) -> Tensor:
     """Q [1, B, nh, hd] attends over its user's positions 0..cur_pos inclusive; a user at -1 gets zeros."""
     op = "transformer.paged_scaled_dot_product_attention_decode"
     q, kc, vc = input_tensor_q, input_tensor_k, input_tensor_v
     require_device(op, q, kc, vc, cur_pos_tensor, page_table_tensor)
+    refuse_options(op, attn_mask=attn_mask is not None, attention_sink=attention_sink,
+                   paged_cache_geometry=paged_cache_geometry, cache_position_modulo=cache_position_modulo,
+                   spec_multi_pos_tiles=spec_multi_pos_tiles, non_causal=not is_causal)
     require_layout(op, "q", q, Layout.TILE)
     nb, nkv, bs, hd = _require_cache(op, kc)
     if tuple(vc.shape) != tuple(kc.shape) or vc.dtype != kc.dtype:
         raise TTError(op, "k and v caches must have the same shape and dtype")
-    if page_table_tensor is None:
-        raise TTError(op, "page_table_tensor is required")
     require_page_table(op, page_table_tensor)
     if q.shape.rank != 4 or q.shape[0] != 1 or q.shape[-1] != hd:
         raise TTError(op, f"q must be [1, B, nh, {hd}], got {tuple(q.shape)}")
@@ -190,16 +205,16 @@ def paged_scaled_dot_product_attention_decode(
         raise TTError(op, f"{nh} query heads are not a multiple of {nkv} kv heads")
     if page_table_tensor.shape[0] != users:
         raise TTError(op, f"page table has {page_table_tensor.shape[0]} rows for {users} users")
-    if cur_pos_tensor is not None:
-        _require_positions(op, "cur_pos_tensor", cur_pos_tensor, users)
-    elif cur_pos is None or len(cur_pos) != users:
-        raise TTError(op, f"needs cur_pos_tensor or a cur_pos list of {users} entries")
+    if cur_pos_tensor is None:
+        raise TTError(op, "cur_pos_tensor is required with a paged cache")
+    _require_positions(op, "cur_pos_tensor", cur_pos_tensor, users)
     sc = scale if scale is not None else 1.0 / math.sqrt(hd)
     width = page_table_tensor.shape[1]
     g = nh // nkv
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: Any) -> torch.Tensor:
-        pos = cp.reshape(-1).long() if cp is not None else torch.tensor(cur_pos, dtype=torch.long)
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
+                cp: torch.Tensor) -> torch.Tensor:
+        pos = cp.reshape(-1).long()
         out = torch.zeros(1, users, nh, hd)
         live = pos >= 0
         if not bool(live.any()):

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from .compute import f32, output, per_device
-from .errors import TTError
+from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype
 from .trace import DuringCapture, device_op
 from .types import DataType, Layout, MemoryConfig
@@ -17,12 +17,12 @@ from .types import DataType, Layout, MemoryConfig
 def argmax(
     input_tensor: Tensor,
     dim: int | None = None,
-    *,
     keepdim: bool = False,
+    *,
     sub_core_grids: Any = None,
-    use_multicore: bool = False,
     memory_config: MemoryConfig | None = None,
     output_tensor: Tensor | None = None,
+    enable_secondary_dm: bool = False,
 ) -> Tensor:
     require_device("argmax", input_tensor)
 
@@ -45,12 +45,14 @@ def topk(
     largest: bool = True,
     sorted: bool = True,
     *,
-    out: Any = None,
     memory_config: MemoryConfig | None = None,
     sub_core_grids: Any = None,
     indices_tensor: Tensor | None = None,
+    output_tensor: Any = None,
+    stable: bool = False,
 ) -> tuple[Tensor, Tensor]:
     require_device("topk", input_tensor)
+    refuse_options("topk", indices_tensor=indices_tensor, output_tensor=output_tensor)
     if not 1 <= k <= input_tensor.shape[dim]:
         raise TTError("topk", f"k={k} must be in 1..{input_tensor.shape[dim]}")
     res = per_device(lambda x: torch.topk(f32(x), k, dim=dim, largest=largest, sorted=sorted), input_tensor)

@@ -206,7 +206,7 @@ class Tensor:
     def to(self, device: MeshDevice, memory_config: MemoryConfig | None = None) -> Tensor:
         from .conversion import to_device
 
-        return to_device(self, device, memory_config=memory_config)
+        return to_device(self, device, memory_config)
 
     def __repr__(self) -> str:
         where = "host" if self._device is None else repr(self._device)

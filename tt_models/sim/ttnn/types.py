@@ -171,7 +171,8 @@ GrayskullComputeKernelConfig = WormholeComputeKernelConfig
 
 def init_device_compute_kernel_config(
     arch: Any,
-    compute_kernel_config: WormholeComputeKernelConfig | None = None,
+    device_kernel_config: WormholeComputeKernelConfig | None = None,
+    *,
     math_fidelity: MathFidelity = MathFidelity.LoFi,
     math_approx_mode: bool = True,
     fp32_dest_acc_en: bool = False,
@@ -179,8 +180,8 @@ def init_device_compute_kernel_config(
     dst_full_sync_en: bool = False,
     throttle_level: Any = None,
 ) -> WormholeComputeKernelConfig:
-    if compute_kernel_config is not None:
-        return compute_kernel_config
+    if device_kernel_config is not None:
+        return device_kernel_config
     return WormholeComputeKernelConfig(
         math_fidelity, math_approx_mode, fp32_dest_acc_en, packer_l1_acc, dst_full_sync_en, throttle_level
     )
