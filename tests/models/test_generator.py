@@ -155,3 +155,24 @@ def test_bad_input_is_refused_clearly(llama, mesh_device):
     with pytest.raises(UnsupportedModelError, match="supported: LlamaForCausalLM, MistralForCausalLM"):
         TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh_device, BATCH, MAX_SEQ)
     assert set(TT_CLASSES) == {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"}
+
+
+def test_converted_weights_are_cached_on_disk(mesh_device, tiny_root, monkeypatch, tmp_path):
+    """The first start rounds every weight into its TT dtype and stores it; the second loads the stored tensors."""
+    import tt_models.sim.ttnn.tensor as sim_tensor
+
+    monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path))  # empty cache for this test
+
+    path = make_tiny_model("qwen2_bias", tiny_root)
+    calls = []
+    real = sim_tensor.quantize_block_float
+    monkeypatch.setattr(sim_tensor, "quantize_block_float", lambda x, dt: calls.append(dt) or real(x, dt))
+    first = TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh_device, BATCH, MAX_SEQ)
+    n_first = len(calls)
+    assert n_first == 2 * 5 + 1  # wqkv, wo, w1, w2, w3 of both layers and the LM head, all bfloat8_b
+    calls.clear()
+    second = TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh_device, BATCH, MAX_SEQ)
+    assert calls == []
+    from tt_models.backend import ttnn
+
+    assert torch.equal(ttnn.to_torch(first.model.layers[1].mlp.w2), ttnn.to_torch(second.model.layers[1].mlp.w2))

@@ -1,0 +1,100 @@
+"""HF -> Meta conversion: complete renames, and the per-head q/k permutation turns HF's rotate-half RoPE into TT's
+interleaved RoPE without changing any attention score (checked in plain torch), with V/WO untouched."""
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+
+from tt_models.checkpoint import hf_to_meta, load_state_dict
+
+NH, NKV, HD, DIM = 4, 2, 32, 128
+
+
+def rope_half(x, theta):
+    """HF: rotate channel j with j + hd/2."""
+    x1, x2 = x[..., : HD // 2], x[..., HD // 2 :]
+    c, s = torch.cos(theta), torch.sin(theta)
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+
+def rope_interleaved(x, theta):
+    """TT/Meta: rotate adjacent pairs (2j, 2j+1)."""
+    xr = x.reshape(*x.shape[:-1], HD // 2, 2)
+    c, s = torch.cos(theta), torch.sin(theta)
+    out = torch.stack([xr[..., 0] * c - xr[..., 1] * s, xr[..., 1] * c + xr[..., 0] * s], -1)
+    return out.reshape(x.shape)
+
+
+def scores(wq, wk, x, pos, rope, qn=None, kn=None):
+    q = (x @ wq.t()).reshape(len(pos), NH, HD)
+    k = (x @ wk.t()).reshape(len(pos), NKV, HD)
+    if qn is not None:
+        q, k = q * qn, k * kn
+    theta = pos[:, None, None] * (10000 ** (-torch.arange(HD // 2) / (HD // 2)))
+    q, k = rope(q, theta), rope(k, theta)
+    return torch.einsum("shd,thd->hst", q, k.repeat_interleave(NH // NKV, 1))
+
+
+def build(cls, config_cls, tmp_path, shard=None, **kw):
+    torch.manual_seed(0)
+    cfg = config_cls(hidden_size=DIM, intermediate_size=256, num_hidden_layers=2, num_attention_heads=NH,
+                     num_key_value_heads=NKV, vocab_size=300, head_dim=HD, **kw)
+    model = cls(cfg)
+    model.save_pretrained(tmp_path, safe_serialization=True, **({"max_shard_size": shard} if shard else {}))
+    return model
+
+
+def test_llama_renames_permutation_and_sharded_load(tmp_path):
+    model = build(LlamaForCausalLM, LlamaConfig, tmp_path, shard="100KB", tie_word_embeddings=False)
+    assert (tmp_path / "model.safetensors.index.json").exists()  # really sharded
+    sd = load_state_dict(tmp_path)
+    assert set(sd) == set(model.state_dict())
+    meta = hf_to_meta(sd, NH, NKV, HD)
+    expected = {"tok_embeddings.weight", "norm.weight", "output.weight"} | {
+        f"layers.{i}.{n}.weight" for i in range(2) for n in (
+            "attention.wq", "attention.wk", "attention.wv", "attention.wo", "feed_forward.w1", "feed_forward.w2",
+            "feed_forward.w3", "attention_norm", "ffn_norm")}
+    assert set(meta) == expected
+    p = "model.layers.1.self_attn."
+    assert torch.equal(meta["layers.1.attention.wv.weight"], sd[p + "v_proj.weight"])
+    assert torch.equal(meta["layers.1.attention.wo.weight"], sd[p + "o_proj.weight"])
+    assert torch.equal(meta["layers.1.feed_forward.w1.weight"], sd["model.layers.1.mlp.gate_proj.weight"])
+    x, pos = torch.randn(7, DIM), torch.arange(7).float() * 3
+    hf = scores(sd[p + "q_proj.weight"], sd[p + "k_proj.weight"], x, pos, rope_half)
+    tt = scores(meta["layers.1.attention.wq.weight"], meta["layers.1.attention.wk.weight"], x, pos, rope_interleaved)
+    assert torch.allclose(hf, tt, atol=1e-4)
+    assert not torch.allclose(hf, scores(sd[p + "q_proj.weight"], sd[p + "k_proj.weight"], x, pos,
+                                         rope_interleaved), atol=1e-2)  # the permutation is what makes them agree
+
+
+def test_qwen2_biases_are_permuted_like_their_weights(tmp_path):
+    build(Qwen2ForCausalLM, Qwen2Config, tmp_path, tie_word_embeddings=True)
+    sd = load_state_dict(tmp_path)
+    assert "lm_head.weight" not in sd  # a tied checkpoint stores the embedding once
+    meta = hf_to_meta(sd, NH, NKV, HD)
+    p = "model.layers.0.self_attn."
+    for w, b in (("q_proj", "wq"), ("k_proj", "wk")):
+        fused = torch.cat([sd[p + f"{w}.weight"], sd[p + f"{w}.bias"][:, None]], 1)
+        n = NH if w == "q_proj" else NKV
+        idx = torch.stack([torch.arange(HD // 2), torch.arange(HD // 2) + HD // 2], 1).reshape(-1)
+        ref = fused.reshape(n, HD, -1)[:, idx].reshape(n * HD, -1)
+        got = torch.cat([meta[f"layers.0.attention.{b}.weight"], meta[f"layers.0.attention.{b}.bias"][:, None]], 1)
+        assert torch.equal(got, ref)
+    assert torch.equal(meta["layers.0.attention.wv.bias"], sd[p + "v_proj.bias"])
+    assert torch.equal(meta["output.weight"], meta["tok_embeddings.weight"])  # tied: the head reuses the embedding
+
+
+def test_qwen3_qk_norm_is_permuted(tmp_path):
+    model = build(Qwen3ForCausalLM, Qwen3Config, tmp_path, tie_word_embeddings=False)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_norm.weight.copy_(torch.rand(HD) + 0.5)
+            layer.self_attn.k_norm.weight.copy_(torch.rand(HD) + 0.5)
+    sd = {k: v for k, v in model.state_dict().items()}
+    meta = hf_to_meta(sd, NH, NKV, HD)
+    p = "model.layers.0.self_attn."
+    x, pos = torch.randn(5, DIM), torch.arange(5).float()
+    hf = scores(sd[p + "q_proj.weight"], sd[p + "k_proj.weight"], x, pos, rope_half,
+                sd[p + "q_norm.weight"], sd[p + "k_norm.weight"])
+    tt = scores(meta["layers.0.attention.wq.weight"], meta["layers.0.attention.wk.weight"], x, pos, rope_interleaved,
+                meta["layers.0.attention.q_norm.weight"], meta["layers.0.attention.k_norm.weight"])
+    assert torch.allclose(hf, tt, atol=1e-4)
