@@ -5,10 +5,10 @@ profile (near-ties excused as logged in tiny.py), and the text reads sensibly.""
 import pytest
 import torch
 from transformers import AutoConfig, AutoTokenizer
-from tt_models.checkpoint import default_model_dir
 
 from generator_vllm import TTLlamaForCausalLM
 from tests.models.tiny import check_greedy_step, hf_last_logits, load_hf
+from tt_models.checkpoint import default_model_dir
 
 CHATS = [
     "What is the capital of France?",
