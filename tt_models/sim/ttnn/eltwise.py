@@ -22,7 +22,12 @@ def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_
         except RuntimeError:
             raise TTError(op, f"shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast") from None
 
+    out_dtype = dtype or a.dtype
+    plain = not (activations or a_acts or b_acts) and out_dtype == DataType.BFLOAT16
+
     def compute(x: torch.Tensor, y: Any) -> torch.Tensor:
+        if plain and x.dtype == torch.bfloat16 and (not isinstance(y, torch.Tensor) or y.dtype == torch.bfloat16):
+            return fn(x, y)  # torch computes bf16 element-wise ops in fp32 and rounds once, as the device does
         x = apply_activations(op, f32(x), a_acts)
         if isinstance(y, torch.Tensor):
             y = apply_activations(op, f32(y), b_acts)
