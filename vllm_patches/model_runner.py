@@ -1,0 +1,195 @@
+"""TTModelRunner: turns each SchedulerOutput into generation-class calls and a ModelRunnerOutput.
+
+Request state lives in vLLM's own persistent InputBatch (token ids, block tables, sampling parameters, penalties,
+seeded generators, logits processors), which always holds exactly the requests scheduled this step, in row order.
+Prefill steps hand the generation class zero-padded prompts and page tables; decode steps pad every input to
+max_num_seqs rows (position -1 and a zero page-table row in empty slots) with a constant page-table width, so the
+decode trace is captured once and replayed. Sampling runs on the host through vLLM's Sampler, or greedy on device
+when configured and the batch allows it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from vllm.v1.core.sched.output import SchedulerOutput
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+from vllm.v1.sample.logits_processor import build_logitsprocs
+from vllm.v1.sample.sampler import Sampler
+from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+
+from tt_models.sampling import TTSamplingParams
+from vllm_patches.tt_config import TTConfig
+
+logger = logging.getLogger(__name__)
+
+
+class TTModelRunner:
+    def __init__(self, vllm_config: Any, tt_config: TTConfig) -> None:
+        self.vllm_config = vllm_config
+        self.tt = tt_config
+        mc, sc = vllm_config.model_config, vllm_config.scheduler_config
+        self.block_size = vllm_config.cache_config.block_size
+        self.max_num_seqs = sc.max_num_seqs
+        self.max_model_len = mc.max_model_len
+        # Constant decode page-table width: the trace is captured for this shape once.
+        self.width = math.ceil(self.max_model_len / self.block_size)
+        self.vocab_size = mc.get_vocab_size()
+        self.device = torch.device("cpu")
+        self.input_batch = InputBatch(
+            max_num_reqs=self.max_num_seqs, max_model_len=self.max_model_len,
+            max_num_batched_tokens=sc.max_num_batched_tokens, device=self.device, vocab_size=self.vocab_size,
+            block_sizes=[self.block_size], max_num_blocks_per_req=[self.width],
+            logitsprocs=build_logitsprocs(vllm_config, self.device, False, False),
+        )
+        self.sampler = Sampler(logprobs_mode=mc.logprobs_mode)
+        self.requests: dict[str, CachedRequestState] = {}
+        self.model: Any = None
+        self.kv_cache: Any = None
+        self._pending: tuple[SchedulerOutput, bool] | None = None
+
+    # ------------------------------------------------------------------ state
+    def _update_states(self, so: SchedulerOutput) -> None:
+        batch = self.input_batch
+        for req_id in so.finished_req_ids:
+            self.requests.pop(req_id, None)
+            batch.remove_request(req_id)
+        # Requests not scheduled this step (decode requests during a prefill step, preempted ones) leave the
+        # batch and come back when scheduled again.
+        for req_id in list(batch.req_id_to_index):
+            if req_id not in so.num_scheduled_tokens:
+                batch.remove_request(req_id)
+
+        for new in so.scheduled_new_reqs:
+            sp = new.sampling_params
+            generator = None
+            if sp is not None and sp.seed is not None:
+                generator = torch.Generator(device=self.device)
+                generator.manual_seed(sp.seed)
+            state = CachedRequestState(
+                req_id=new.req_id, prompt_token_ids=new.prompt_token_ids, mm_features=[], sampling_params=sp,
+                generator=generator, block_ids=new.block_ids, num_computed_tokens=new.num_computed_tokens,
+                output_token_ids=[], lora_request=None,
+            )
+            self.requests[new.req_id] = state
+            batch.add_request(state)
+
+        cached = so.scheduled_cached_reqs
+        for i, req_id in enumerate(cached.req_ids):
+            state = self.requests[req_id]
+            new_blocks = cached.new_block_ids[i]
+            state.num_computed_tokens = cached.num_computed_tokens[i]
+            if req_id in cached.resumed_req_ids:
+                # Preempted and rescheduled: its block list is replaced and its tokens are recomputed.
+                state.block_ids = tuple(list(b) for b in new_blocks)
+            elif new_blocks is not None:
+                for group, blocks in zip(state.block_ids, new_blocks, strict=True):
+                    group.extend(blocks)
+            if req_id in batch.req_id_to_index:
+                idx = batch.req_id_to_index[req_id]
+                batch.num_computed_tokens_cpu[idx] = state.num_computed_tokens
+                if new_blocks is not None and req_id not in cached.resumed_req_ids:
+                    batch.block_table.append_row(new_blocks, idx)
+            else:
+                batch.add_request(state)
+        batch.condense()
+        batch.refresh_metadata()
+
+    def _is_prefill(self, so: SchedulerOutput) -> bool:
+        resumed = so.scheduled_cached_reqs.resumed_req_ids
+        return bool(so.scheduled_new_reqs) or any(r in resumed for r in so.scheduled_cached_reqs.req_ids)
+
+    # ------------------------------------------------------------------ inputs
+    def _blocks(self, req_id: str) -> list[int]:
+        return list(self.requests[req_id].block_ids[0])
+
+    def prefill_inputs(self) -> dict[str, torch.Tensor]:
+        batch = self.input_batch
+        n = batch.num_reqs
+        lens = [int(batch.num_tokens_no_spec[i]) for i in range(n)]
+        tokens = torch.zeros(n, max(lens), dtype=torch.int32)
+        blocks = [self._blocks(r) for r in batch.req_ids]
+        page_table = torch.zeros(n, max(map(len, blocks)), dtype=torch.int32)
+        start = torch.zeros(n, dtype=torch.int32)
+        for i, req_id in enumerate(batch.req_ids):
+            tokens[i, : lens[i]] = torch.from_numpy(batch.token_ids_cpu[i, : lens[i]].astype(np.int32))
+            page_table[i, : len(blocks[i])] = torch.tensor(blocks[i], dtype=torch.int32)
+            # Prefix-cache hits cover whole blocks; a fully cached prompt still recomputes its last block.
+            computed = min(self.requests[req_id].num_computed_tokens, lens[i] - 1)
+            start[i] = computed // self.block_size * self.block_size
+        return {"tokens": tokens, "page_table": page_table, "prompt_lens": torch.tensor(lens), "start_pos": start}
+
+    def decode_inputs(self) -> dict[str, torch.Tensor]:
+        batch = self.input_batch
+        rows = self.max_num_seqs
+        tokens = torch.zeros(rows, 1, dtype=torch.int32)
+        start_pos = torch.full((rows,), -1, dtype=torch.int32)
+        page_table = torch.zeros(rows, self.width, dtype=torch.int32)
+        for i, req_id in enumerate(batch.req_ids):
+            n = int(batch.num_tokens_no_spec[i])
+            tokens[i, 0] = int(batch.token_ids_cpu[i, n - 1])
+            start_pos[i] = n - 1
+            blocks = self._blocks(req_id)
+            page_table[i, : len(blocks)] = torch.tensor(blocks, dtype=torch.int32)
+        return {"tokens": tokens, "start_pos": start_pos, "page_table": page_table}
+
+    # ------------------------------------------------------------------ steps
+    def execute_model(self, so: SchedulerOutput) -> ModelRunnerOutput | None:
+        self._update_states(so)
+        if so.total_num_scheduled_tokens == 0 or self.input_batch.num_reqs == 0:
+            return EMPTY_MODEL_RUNNER_OUTPUT
+        self._pending = (so, self._is_prefill(so))
+        return None
+
+    def _device_sampling(self, prefill: bool) -> TTSamplingParams | None:
+        batch = self.input_batch
+        if not self.tt.sample_on_device(prefill):
+            return None
+        md = batch.sampling_metadata
+        # The whole batch falls back to host sampling unless every request is plain greedy.
+        if not md.all_greedy or not md.no_penalties or md.max_num_logprobs is not None or md.bad_words_token_ids \
+                or md.allowed_token_ids_mask is not None:
+            return None
+        for req_id in batch.req_ids:
+            sp = self.requests[req_id].sampling_params
+            if sp is not None and (sp.min_tokens or sp.logit_bias or sp.min_p):
+                return None
+        return TTSamplingParams(temperature=[0.0] * self.max_num_seqs)
+
+    def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput:
+        if self._pending is None:
+            return EMPTY_MODEL_RUNNER_OUTPUT
+        _, prefill = self._pending
+        self._pending = None
+        batch = self.input_batch
+        n = batch.num_reqs
+        device_params = self._device_sampling(prefill)
+        if prefill:
+            out = self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=device_params,
+                                             **self.prefill_inputs())
+        else:
+            out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
+                                            read_from_device=True, sampling_params=device_params,
+                                            **self.decode_inputs())
+        logprobs = None
+        if device_params is not None:
+            sampled = out.reshape(-1)[:n].tolist()
+        else:
+            logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float()
+            result = self.sampler(logits, batch.sampling_metadata)
+            sampled = result.sampled_token_ids.reshape(-1).tolist()
+            if result.logprobs_tensors is not None:
+                logprobs = result.logprobs_tensors.tolists()
+        for i, req_id in enumerate(batch.req_ids):
+            state = self.requests[req_id]
+            pos = int(batch.num_tokens_no_spec[i])
+            state.output_token_ids.append(sampled[i])  # also the list penalties read (shared with the batch)
+            batch.token_ids_cpu[i, pos] = sampled[i]
+            batch.num_tokens_no_spec[i] = pos + 1
+        req_ids = list(batch.req_ids)
+        return ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
+                                 sampled_token_ids=[[t] for t in sampled], logprobs=logprobs)

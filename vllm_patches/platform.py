@@ -1,0 +1,162 @@
+"""The TT platform: wires vLLM to the TT worker and scheduler, and refuses what TT does not support.
+
+Imported in every vLLM process, at import time of vllm.entrypoints: no module-level import of vllm.config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import torch
+from vllm.platforms.interface import Platform, PlatformEnum
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+
+logger = logging.getLogger(__name__)
+# The TT runner consumes the V1 SchedulerOutput format.
+os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+DEFAULT_BLOCK_SIZE = 64
+MAX_LOGPROBS = 20
+
+
+def _guard_accelerator_cache_calls() -> None:
+    """vLLM's engine shutdown empties the torch accelerator cache for every non-CPU platform; with no torch
+    accelerator (TT memory belongs to ttnn) torch raises instead of doing nothing. Make those calls no-ops then."""
+    acc = torch.accelerator
+    if acc.is_available() or getattr(acc, "_tt_guarded", False):
+        return
+    for name in ("empty_cache", "empty_host_cache"):
+        if hasattr(acc, name):
+            setattr(acc, name, lambda *a, **k: None)
+    acc._tt_guarded = True
+
+
+_guard_accelerator_cache_calls()
+
+
+class TTPlatform(Platform):
+    _enum = PlatformEnum.OOT
+    device_name = "tt"
+    device_type = "cpu"  # host tensors: TT device memory is managed by ttnn, not torch
+    dispatch_key = "CPU"
+    simple_compile_backend = "eager"
+
+    @property
+    def supported_dtypes(self) -> list[torch.dtype]:
+        return [torch.bfloat16, torch.float32]
+
+    @classmethod
+    def get_device_name(cls, device_id: int = 0) -> str:
+        from tt_models.backend import is_simulator
+
+        return "tt (simulated)" if is_simulator() else "tt"
+
+    @classmethod
+    def get_device_total_memory(cls, device_id: int = 0) -> int:
+        return 12 << 30  # one Wormhole chip's DRAM
+
+    @classmethod
+    def import_kernels(cls) -> None:
+        """TT ops come from ttnn; vLLM's CUDA kernels are not used."""
+
+    @classmethod
+    def import_ir_kernels(cls) -> None:
+        """See import_kernels."""
+
+    @classmethod
+    def is_pin_memory_available(cls) -> bool:
+        return False
+
+    @classmethod
+    def inference_mode(cls) -> Any:
+        return torch.no_grad()
+
+    @classmethod
+    def get_attn_backend_cls(cls, *args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("TT models run their own paged attention; vLLM attention backends are not used")
+
+    @classmethod
+    def validate_request(cls, processed_inputs: Any, params: Any) -> None:
+        from vllm.sampling_params import SamplingParams
+
+        if not isinstance(params, SamplingParams):
+            raise ValueError("TT serves text generation only: pooling requests are not supported")
+        if params.prompt_logprobs is not None:
+            raise ValueError("prompt_logprobs are not supported on TT")
+        if params.logprobs is not None and params.logprobs > MAX_LOGPROBS:
+            raise ValueError(f"logprobs={params.logprobs}: TT returns at most {MAX_LOGPROBS}")
+        if params.structured_outputs is not None:
+            raise ValueError("structured outputs (guided decoding) are not supported on TT yet")
+
+    @classmethod
+    def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
+        from vllm_patches.tt_config import TTConfig
+
+        model, parallel = vllm_config.model_config, vllm_config.parallel_config
+        sched, cache = vllm_config.scheduler_config, vllm_config.cache_config
+        if parallel.tensor_parallel_size > 1 or parallel.pipeline_parallel_size > 1:
+            raise ValueError("TT shards models across its own mesh (MESH_DEVICE): use tensor_parallel_size=1 and "
+                             "pipeline_parallel_size=1 on the vLLM side")
+        if vllm_config.speculative_config is not None:
+            raise ValueError("speculative decoding is not supported on TT")
+        if vllm_config.lora_config is not None:
+            raise ValueError("LoRA is not supported on TT")
+        if model is not None and model.is_encoder_decoder:
+            raise ValueError("encoder-decoder models are not supported on TT")
+        if model is not None and model.runner_type == "pooling":
+            raise ValueError("pooling models are not supported on TT")
+        tt = TTConfig.from_additional_config(vllm_config.additional_config)
+
+        parallel.worker_cls = "vllm_patches.worker.TTWorker"
+        sched.scheduler_cls = "vllm_patches.scheduler.TTScheduler"
+        sched.async_scheduling = False
+        # Steps are prefill-only or decode-only and a prompt is prefilled whole, so the token budget must fit the
+        # longest prompt, or such prompts would wait forever.
+        sched.enable_chunked_prefill = False
+        if model is not None:
+            sched.max_num_batched_tokens = max(sched.max_num_batched_tokens, model.max_model_len)
+        with contextlib.suppress(Exception):
+            from vllm.config import CompilationMode, CUDAGraphMode
+
+            vllm_config.compilation_config.mode = CompilationMode.NONE
+            vllm_config.compilation_config.cudagraph_mode = CUDAGraphMode.NONE
+        if not cache.user_specified_block_size or cache.block_size is None:
+            cache.block_size = DEFAULT_BLOCK_SIZE
+        if cache.block_size % 32:
+            raise ValueError(f"block_size {cache.block_size} must be a multiple of 32 (TT tiles)")
+        if model is None:
+            return
+        from vllm_patches.registry import tt_generation_class
+
+        tt_cls = tt_generation_class(model.hf_config.architectures)
+        caps = getattr(tt_cls, "model_capabilities", {})
+        window = getattr(model.hf_text_config, "sliding_window", None)
+        if cache.enable_prefix_caching and (not caps.get("supports_prefix_caching") or window):
+            logger.info("prefix caching disabled: %s", "sliding window" if window else "not supported by the model")
+            cache.enable_prefix_caching = False
+        if cache.num_gpu_blocks_override is None:
+            budget = tt_cls.get_max_tokens_all_users(model.model, max_model_len=model.max_model_len,
+                                                     max_num_seqs=sched.max_num_seqs)
+            # Capped by what the device holds, at least one full-length request, plus one block per sequence.
+            kv_bytes_per_token = cls._kv_bytes_per_token(model, tt)
+            budget = min(budget, int(0.5 * cls.get_device_total_memory() // max(kv_bytes_per_token, 1)))
+            budget = max(budget, model.max_model_len)
+            cache.num_gpu_blocks_override = math.ceil((budget + cache.block_size * sched.max_num_seqs)
+                                                      / cache.block_size) + 1  # + vLLM's null block
+        logger.info("TT platform: %s, block_size %d, %d KV blocks, trace_mode %s", tt_cls.__name__,
+                    cache.block_size, cache.num_gpu_blocks_override, tt.trace_mode)
+
+    @staticmethod
+    def _kv_bytes_per_token(model: Any, tt: Any) -> int:
+        from tt_models.config import load_optimizations
+
+        cfg = model.hf_text_config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        per_value = {"BFP8": 1.0625, "BF16": 2, "FP32": 4}[load_optimizations(tt.optimizations).precision("KV_CACHE")]
+        return int(2 * cfg.num_hidden_layers * heads * head_dim * per_value)

@@ -1,0 +1,49 @@
+"""additional_config["tt"]: the TT-specific serving options, validated with clear errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+TRACE_MODES = ("all", "decode_only", "none")
+SAMPLE_ON_DEVICE_MODES = (None, "all", "decode_only")
+
+
+@dataclass(frozen=True)
+class TTConfig:
+    trace_mode: str = "all"
+    sample_on_device_mode: str | None = None
+    optimizations: str = "performance"
+    enable_model_warmup: bool = True
+    trace_region_size: int = 50_000_000
+    l1_small_size: int = 0
+    worker_l1_size: int = 0
+    dispatch_core_axis: str | None = None
+    fabric_config: str | None = None
+
+    @property
+    def trace_decode(self) -> bool:
+        return self.trace_mode in ("all", "decode_only")
+
+    def sample_on_device(self, prefill: bool) -> bool:
+        return self.sample_on_device_mode == "all" or (self.sample_on_device_mode == "decode_only" and not prefill)
+
+    @classmethod
+    def from_additional_config(cls, additional_config: Any) -> TTConfig:
+        raw = dict((additional_config or {}).get("tt", {}) or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f'additional_config["tt"]: unknown key(s) {unknown}; allowed: {sorted(known)}')
+        cfg = cls(**raw)
+        if cfg.trace_mode not in TRACE_MODES:
+            raise ValueError(f'additional_config["tt"]["trace_mode"]={cfg.trace_mode!r}: expected one of {TRACE_MODES}')
+        if cfg.sample_on_device_mode not in SAMPLE_ON_DEVICE_MODES:
+            raise ValueError(f'additional_config["tt"]["sample_on_device_mode"]={cfg.sample_on_device_mode!r}: '
+                             f"expected one of {SAMPLE_ON_DEVICE_MODES}")
+        if not isinstance(cfg.enable_model_warmup, bool):
+            raise ValueError('additional_config["tt"]["enable_model_warmup"] must be true or false')
+        from tt_models.config import load_optimizations
+
+        load_optimizations(cfg.optimizations)  # raises ConfigError naming the known profiles
+        return cfg

@@ -1,0 +1,119 @@
+"""The TT worker: owns the (mesh) device and the KV cache, builds the model, warms it up, and runs steps through
+the TTModelRunner. Runs inside vLLM's engine-core process (UniProcExecutor)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import torch
+from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec
+from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
+
+from vllm_patches.loader import load_tt_model
+from vllm_patches.model_runner import TTModelRunner
+from vllm_patches.registry import register_tt_models
+from vllm_patches.tt_config import TTConfig
+
+logger = logging.getLogger(__name__)
+# The block count is pinned by the platform (num_gpu_blocks_override); memory is not profiled.
+_UNPROFILED_MEMORY = 1 << 50
+
+
+class TTWorker(WorkerBase):
+    def __init__(self, vllm_config: Any, local_rank: int, rank: int, distributed_init_method: str,
+                 is_driver_worker: bool = False) -> None:
+        super().__init__(vllm_config, local_rank, rank, distributed_init_method, is_driver_worker)
+        register_tt_models()  # this process may not have run the general plugins yet
+        # Platform class state does not cross into this process: re-read and re-validate here.
+        self.tt = TTConfig.from_additional_config(vllm_config.additional_config)
+        self.mesh_device: Any = None
+        self.model_runner = TTModelRunner(vllm_config, self.tt)
+
+    # --- device ---
+    def init_device(self) -> None:
+        from tt_models.backend import get_ttnn, is_simulator
+        from tt_models.config import mesh_shape_from_env
+
+        self.device = torch.device("cpu")
+        ttnn = get_ttnn()
+        rows, cols = mesh_shape_from_env(1 if is_simulator(ttnn) else ttnn.get_num_devices())
+        self.mesh_device = ttnn.open_mesh_device(
+            ttnn.MeshShape(rows, cols), l1_small_size=self.tt.l1_small_size,
+            trace_region_size=self.tt.trace_region_size, worker_l1_size=self.tt.worker_l1_size)
+        logger.info("opened TT mesh %s (%s)", (rows, cols), "simulator" if is_simulator(ttnn) else "ttnn")
+
+    def shutdown(self) -> None:
+        if self.mesh_device is None:
+            return
+        from tt_models.backend import get_ttnn
+
+        model = self.model_runner.model
+        if model is not None and hasattr(model, "release"):
+            model.release()
+        get_ttnn().close_mesh_device(self.mesh_device)
+        self.mesh_device = None
+
+    def synchronize_device(self) -> None:
+        if self.mesh_device is not None:
+            from tt_models.backend import get_ttnn
+
+            get_ttnn().synchronize_device(self.mesh_device)
+
+    def check_health(self) -> None:
+        if self.mesh_device is None:
+            raise RuntimeError("TT device is not open")
+
+    # --- model ---
+    def load_model(self, *, load_dummy_weights: bool = False) -> None:
+        self.model_runner.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt)
+
+    def get_model(self) -> Any:
+        return self.model_runner.model
+
+    def get_supported_tasks(self) -> tuple[str, ...]:
+        return ("generate",)
+
+    # --- KV cache ---
+    def get_kv_cache_spec(self) -> dict[str, KVCacheSpec]:
+        mc = self.model_config
+        spec = FullAttentionSpec(block_size=self.cache_config.block_size,
+                                 num_kv_heads=mc.get_num_kv_heads(self.parallel_config),
+                                 head_size=mc.get_head_size(), dtype=mc.dtype,
+                                 sliding_window=getattr(mc.hf_text_config, "sliding_window", None))
+        return {f"model.layers.{i}.self_attn": spec for i in range(mc.get_num_layers(self.parallel_config))}
+
+    def get_supported_kv_cache_layouts(self) -> list[str]:
+        return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
+
+    def determine_available_memory(self) -> int:
+        return _UNPROFILED_MEMORY
+
+    def initialize_from_config(self, kv_cache_config: Any) -> None:
+        mc = self.model_config
+        shape = (kv_cache_config.num_blocks, mc.get_num_kv_heads(self.parallel_config), self.cache_config.block_size,
+                 mc.get_head_size())
+        runner = self.model_runner
+        runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, mc.get_num_layers(self.parallel_config))
+        logger.info("allocated TT KV cache: %d blocks of %d tokens", shape[0], shape[2])
+
+    def compile_or_warm_up_model(self) -> CompilationTimes:
+        """Every prefill bucket, then the decode trace at vLLM's exact decode shapes, before reporting ready."""
+        t0 = time.perf_counter()
+        runner = self.model_runner
+        if self.tt.enable_model_warmup:
+            sampling = [None]
+            runner.model.warmup_model_prefill(runner.kv_cache, self.tt.trace_mode == "all", sampling)
+            runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width)
+        return CompilationTimes(language_model=time.perf_counter() - t0, encoder=0.0)
+
+    # --- steps ---
+    def execute_model(self, scheduler_output: Any) -> Any:
+        return self.model_runner.execute_model(scheduler_output)
+
+    def sample_tokens(self, grammar_output: Any = None) -> Any:
+        return self.model_runner.sample_tokens(grammar_output)
+
+    def take_draft_token_ids(self) -> None:
+        return None
