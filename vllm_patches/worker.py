@@ -72,6 +72,15 @@ class TTWorker(WorkerBase):
     def get_model(self) -> Any:
         return self.model_runner.model
 
+    def get_model_inspection(self) -> str:
+        model = self.model_runner.model
+        if model is None:
+            return "TT model (not loaded)"
+        a = model.model.args
+        return (f"{type(model).__name__}(family={a.family}, layers={a.n_layers}, dim={a.dim}, heads={a.n_heads}, "
+                f"kv_heads={a.n_kv_heads}, head_dim={a.head_dim}, vocab={a.vocab_size}, "
+                f"optimizations={self.tt.optimizations}, mesh={tuple(self.mesh_device.shape)})")
+
     def get_supported_tasks(self) -> tuple[str, ...]:
         return ("generate",)
 
