@@ -18,7 +18,15 @@ class TTScheduler(Scheduler):
 
     def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:
         if self._has_waiting() and len(self.running) < self.max_num_running_reqs:
-            return self._prefill_only(throttle_prefills)
+            out = self._prefill_only(throttle_prefills)
+            if out.total_num_scheduled_tokens or not self.running:
+                return out
+            # No waiting request fit in the KV cache: decode instead, or the running batch would starve. The
+            # finished ids the empty step collected must still reach the worker.
+            finished = out.finished_req_ids
+            out = self._decode_only(throttle_prefills)
+            out.finished_req_ids |= finished
+            return out
         return self._decode_only(throttle_prefills)
 
     def _prefill_only(self, throttle_prefills: bool) -> SchedulerOutput:
