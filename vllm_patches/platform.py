@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 # The TT runner consumes the V1 SchedulerOutput format.
 os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+# A forked engine core inherits a torch thread pool the parent may already have used, and can hang in its first
+# parallel op; a spawned one starts clean.
+os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
 DEFAULT_BLOCK_SIZE = 64
 MAX_LOGPROBS = 20
 

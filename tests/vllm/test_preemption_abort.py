@@ -44,3 +44,15 @@ def test_abort_mid_flight(llm):
     assert len(finished["keep"].outputs[0].token_ids) == 24
     alone = llm.generate([PROMPTS[0]], params)[0].outputs[0].token_ids
     assert list(finished["keep"].outputs[0].token_ids) == list(alone)
+
+
+def test_on_device_greedy_matches_host_sampling(llm, smollm2_dir):
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    host = [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, params)]
+    dev = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64,
+              additional_config={"tt": {"optimizations": "accuracy", "sample_on_device_mode": "all"}})
+    try:
+        on_device = [list(o.outputs[0].token_ids) for o in dev.generate(PROMPTS, params)]
+    finally:
+        shutdown(dev)
+    assert on_device == host

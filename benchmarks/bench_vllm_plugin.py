@@ -1,0 +1,142 @@
+"""vLLM + TT plugin vs driving the generation class directly, and the TTModelRunner's own host time per step.
+
+    python benchmarks/bench_vllm_plugin.py throughput   # 32 prompts x 64 tokens both ways, same run (target >= 0.9)
+    python benchmarks/bench_vllm_plugin.py runner       # host ms per decode step at batch 32/64/128 and several
+                                                        # page-table widths (target <= 0.5 ms at batch 32)
+Prints JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import torch
+
+os.environ.setdefault("TT_BACKEND", "sim")
+
+PROMPTS, TOKENS = 32, 64
+
+
+def prompts(n: int) -> list[list[int]]:
+    g = torch.Generator().manual_seed(0)
+    return [torch.randint(100, 40000, (int(torch.randint(20, 60, (1,), generator=g)),), generator=g).tolist()
+            for _ in range(n)]
+
+
+def throughput() -> dict:
+    from transformers import AutoConfig
+    from vllm import LLM, SamplingParams, TokensPrompt
+
+    from generator_vllm import TTLlamaForCausalLM
+    from tt_models.backend import ttnn
+    from tt_models.checkpoint import default_model_dir
+
+    path = str(default_model_dir())
+    ids = prompts(PROMPTS)
+    # Direct: the generation class, all prompts prefilled then decoded together as one batch.
+    dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)
+    tt = TTLlamaForCausalLM.initialize_vllm_model(AutoConfig.from_pretrained(path), dev, PROMPTS, 512)
+    a = tt.model.args
+    width = 512 // 64
+    kv = tt.allocate_kv_cache((PROMPTS * width + 1, a.n_kv_heads, 64, a.head_dim), torch.bfloat16, a.n_layers)
+    table = (torch.arange(PROMPTS * width) + 1).reshape(PROMPTS, width).to(torch.int32)
+    tt.warmup_model_decode(kv, True, PROMPTS, width)
+    t0 = time.perf_counter()
+    tokens = torch.zeros(PROMPTS, max(map(len, ids)), dtype=torch.int32)
+    for i, p in enumerate(ids):
+        tokens[i, : len(p)] = torch.tensor(p)
+    nxt = tt.prefill_forward(tokens, table, kv, [len(p) for p in ids])[:, 0].argmax(-1).to(torch.int32)
+    pos = torch.tensor([len(p) for p in ids], dtype=torch.int32)
+    for _ in range(TOKENS - 1):
+        nxt = tt.decode_forward(nxt[:, None], pos, table, kv)[:, 0].argmax(-1).to(torch.int32)
+        pos += 1
+    direct = PROMPTS * TOKENS / (time.perf_counter() - t0)
+    tt.release()
+    ttnn.close_mesh_device(dev)
+
+    llm = LLM(model=path, max_num_seqs=PROMPTS, max_model_len=512, block_size=64)
+    params = SamplingParams(temperature=0, max_tokens=TOKENS, ignore_eos=True)
+    llm.generate([TokensPrompt(prompt_token_ids=ids[0])], SamplingParams(max_tokens=2))
+    t0 = time.perf_counter()
+    llm.generate([TokensPrompt(prompt_token_ids=p) for p in ids], params)
+    via_vllm = PROMPTS * TOKENS / (time.perf_counter() - t0)
+    llm.llm_engine.engine_core.shutdown()
+    return {"benchmark": "vllm_vs_generation_class", "prompts": PROMPTS, "tokens": TOKENS,
+            "direct_tok_s": round(direct, 2), "vllm_tok_s": round(via_vllm, 2),
+            "ratio_vllm_over_direct": round(via_vllm / direct, 3), "target_ratio": 0.9}
+
+
+class _InstantModel:
+    """Stands in for the device so only the runner's host work is timed."""
+
+    def __init__(self, vocab: int) -> None:
+        self.vocab = vocab
+
+    def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor, **_: object):
+        return torch.zeros(tokens.shape[0], 1, self.vocab)
+
+
+def runner_host_time(batch: int, context: int, steps: int = 50) -> float:
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.sampling_params import SamplingParams
+    from vllm.v1.core.sched.output import CachedRequestData, SchedulerOutput
+    from vllm.v1.worker.gpu_input_batch import CachedRequestState
+
+    from tt_models.checkpoint import default_model_dir
+    from vllm_patches.model_runner import TTModelRunner
+    from vllm_patches.tt_config import TTConfig
+
+    cfg = EngineArgs(model=str(default_model_dir()), max_num_seqs=batch, max_model_len=context,
+                     block_size=64).create_engine_config()
+    runner = TTModelRunner(cfg, TTConfig())
+    runner.model = _InstantModel(runner.vocab_size)
+    bs = runner.block_size
+    for i in range(batch):
+        n = 100 + i
+        state = CachedRequestState(
+            req_id=f"r{i}", prompt_token_ids=list(range(n)), mm_features=[],
+            sampling_params=SamplingParams(temperature=0, max_tokens=10_000), generator=None,
+            block_ids=([1 + i * runner.width + j for j in range(-(-n // bs) + 1)],), num_computed_tokens=n,
+            output_token_ids=[], lora_request=None)
+        runner.requests[state.req_id] = state
+        runner.input_batch.add_request(state)
+    req_ids = [f"r{i}" for i in range(batch)]
+
+    def step() -> None:
+        computed = [len(runner.requests[r].prompt_token_ids) + len(runner.requests[r].output_token_ids)
+                    for r in req_ids]
+        so = SchedulerOutput.make_empty()
+        so.scheduled_cached_reqs = CachedRequestData(
+            req_ids=req_ids, resumed_req_ids=set(), new_token_ids=[], all_token_ids={},
+            new_block_ids=[None] * batch, num_computed_tokens=computed, num_output_tokens=[0] * batch)
+        so.num_scheduled_tokens = {r: 1 for r in req_ids}
+        so.total_num_scheduled_tokens = batch
+        runner.execute_model(so)
+        runner.sample_tokens(None)
+
+    for _ in range(3):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - t0) / steps * 1e3
+
+
+def main() -> None:
+    part = sys.argv[1] if len(sys.argv) > 1 else "runner"
+    if part == "throughput":
+        print(json.dumps(throughput()))
+        return
+    result = {"benchmark": "tt_model_runner_host_ms_per_decode_step", "target_ms_batch32": 0.5}
+    for batch in (32, 64, 128):
+        result[f"batch{batch}_ctx2048"] = round(runner_host_time(batch, 2048), 3)
+    for context in (8192, 32768):
+        result[f"batch32_ctx{context}"] = round(runner_host_time(32, context), 3)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The TT platform's config checks: refused features get errors naming them; TT settings are applied."""
+
+import pytest
+from vllm.engine.arg_utils import EngineArgs
+
+from vllm_patches import register_platform
+from vllm_patches.tt_config import TTConfig
+
+
+def config(smollm2_dir, **kw):
+    return EngineArgs(model=smollm2_dir, max_model_len=1024, **kw).create_engine_config()
+
+
+def test_platform_is_active_with_simulator():
+    from vllm.platforms import current_platform
+
+    assert register_platform() == "vllm_patches.platform.TTPlatform"
+    assert type(current_platform).__name__ == "TTPlatform"
+
+
+def test_settings_applied(smollm2_dir):
+    cfg = config(smollm2_dir, max_num_seqs=8, max_num_batched_tokens=256)
+    assert cfg.parallel_config.worker_cls == "vllm_patches.worker.TTWorker"
+    assert cfg.scheduler_config.scheduler_cls == "vllm_patches.scheduler.TTScheduler"
+    assert not cfg.scheduler_config.enable_chunked_prefill and not cfg.scheduler_config.async_scheduling
+    assert cfg.scheduler_config.max_num_batched_tokens >= 1024  # raised to fit a max_model_len prompt
+    assert cfg.cache_config.block_size == 64
+    # token budget (configs/models/smollm2.yaml: 32768) + one block per sequence + the null block
+    assert cfg.cache_config.num_gpu_blocks_override == (32768 + 64 * 8) // 64 + 1
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(tensor_parallel_size=3), "TT shards models across its own mesh"),
+    (dict(pipeline_parallel_size=2), "pipeline_parallel_size=1 on the vLLM side"),
+    (dict(enable_lora=True), "LoRA is not supported on TT"),
+    (dict(block_size=48), "multiple of 32"),
+    (dict(additional_config={"tt": {"trace": "all"}}), r"unknown key\(s\) \['trace'\]"),
+    (dict(additional_config={"tt": {"trace_mode": "sometimes"}}), "trace_mode"),
+    (dict(additional_config={"tt": {"optimizations": "fastest"}}), "unknown optimization 'fastest'"),
+])
+def test_refusals(smollm2_dir, kw, match):
+    with pytest.raises(Exception, match=match):
+        config(smollm2_dir, **kw)
+
+
+def test_tt_config_defaults():
+    tt = TTConfig.from_additional_config({})
+    assert tt.trace_decode and tt.optimizations == "performance" and not tt.sample_on_device(prefill=False)
+    assert TTConfig.from_additional_config({"tt": {"sample_on_device_mode": "decode_only"}}).sample_on_device(False)
