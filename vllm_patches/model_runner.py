@@ -124,17 +124,21 @@ class TTModelRunner:
         return {"tokens": tokens, "page_table": page_table, "prompt_lens": torch.tensor(lens), "start_pos": start}
 
     def decode_inputs(self) -> dict[str, torch.Tensor]:
+        """Read straight from the persistent batch's arrays: this runs every decode step."""
         batch = self.input_batch
-        rows = self.max_num_seqs
+        n, rows = batch.num_reqs, self.max_num_seqs
         tokens = torch.zeros(rows, 1, dtype=torch.int32)
         start_pos = torch.full((rows,), -1, dtype=torch.int32)
         page_table = torch.zeros(rows, self.width, dtype=torch.int32)
-        for i, req_id in enumerate(batch.req_ids):
-            n = int(batch.num_tokens_no_spec[i])
-            tokens[i, 0] = int(batch.token_ids_cpu[i, n - 1])
-            start_pos[i] = n - 1
-            blocks = self._blocks(req_id)
-            page_table[i, : len(blocks)] = torch.tensor(blocks, dtype=torch.int32)
+        if n:
+            lens = batch.num_tokens_no_spec[:n].astype(np.int64)
+            tokens[:n, 0] = torch.from_numpy(batch.token_ids_cpu[np.arange(n), lens - 1].astype(np.int32))
+            start_pos[:n] = torch.from_numpy((lens - 1).astype(np.int32))
+            table = batch.block_table[0]
+            # Entries past a row's own blocks may be stale from an earlier occupant of the row: zero them.
+            used = np.arange(self.width)[None, :] < table.num_blocks_per_row[:n, None]
+            page_table[:n] = torch.from_numpy(np.where(used, table.block_table.np[:n, : self.width], 0)
+                                              .astype(np.int32))
         return {"tokens": tokens, "start_pos": start_pos, "page_table": page_table}
 
     # ------------------------------------------------------------------ steps
