@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.config.optimizations import OP_GROUPS
 
 _DTYPE = {"BFP4": "bfloat4_b", "BFP8": "bfloat8_b", "BF16": "bfloat16", "FP32": "float32"}
 # fidelity setting -> (math fidelity, fp32 accumulation, approx mode)
@@ -43,10 +44,6 @@ def kernel_config(setting: str) -> Any:
         math_fidelity=getattr(ttnn.MathFidelity, fidelity), math_approx_mode=approx, fp32_dest_acc_en=fp32_acc,
         packer_l1_acc=True,
     )
-
-
-OP_GROUPS = ("LI_FF1_FF3", "LI_FF2", "LI_QKV_DECODE", "LI_O_DECODE", "SDPA_DECODE", "LI_QKV_PREFILL", "LI_O_PREFILL",
-             "SDPA_PREFILL")
 
 
 def layer_precision(profile: Any, layer: int) -> LayerPrecision:
