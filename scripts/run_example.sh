@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-exec .venv/bin/python examples/offline_inference_tt.py --greedy_sampling --max_tokens 64 --max_seqs_in_batch 8 "$@"
+exec .venv/bin/python examples/offline_inference_tt.py --greedy_sampling --max_tokens 64 --max_seqs_in_batch 8 \
+    --max_model_len 1024 "$@"
