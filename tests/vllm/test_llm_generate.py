@@ -100,3 +100,14 @@ def test_unsupported_options_get_clear_errors(llm, params, match):
     with pytest.raises(Exception, match=match):
         llm.generate([PROMPTS[0]], SamplingParams(max_tokens=2, **params))
     assert len(llm.generate([PROMPTS[0]], SamplingParams(max_tokens=2))[0].outputs[0].token_ids) == 2
+
+
+def test_prefix_cache_hit_gives_the_same_output(llm):
+    """The second request reuses the cached blocks of the first (vLLM prefix caching) and is prefilled from there
+    through chunked attention over the paged cache; greedy output must not change."""
+    shared = "You are a helpful assistant. " * 30  # ~180 tokens: several full 64-token blocks
+    params = SamplingParams(temperature=0, max_tokens=8)
+    first = llm.generate([shared + "What is 2 + 2?"], params)[0]
+    second = llm.generate([shared + "What is 2 + 2?"], params)[0]
+    assert (second.num_cached_tokens or 0) >= 128
+    assert list(second.outputs[0].token_ids) == list(first.outputs[0].token_ids)
