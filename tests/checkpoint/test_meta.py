@@ -1,6 +1,7 @@
 """HF -> Meta conversion: complete renames, and the per-head q/k permutation turns HF's rotate-half RoPE into TT's
 interleaved RoPE without changing any attention score (checked in plain torch), with V/WO untouched."""
 
+import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
@@ -89,8 +90,10 @@ def test_qwen3_qk_norm_is_permuted(tmp_path):
         for layer in model.model.layers:
             layer.self_attn.q_norm.weight.copy_(torch.rand(HD) + 0.5)
             layer.self_attn.k_norm.weight.copy_(torch.rand(HD) + 0.5)
-    sd = {k: v for k, v in model.state_dict().items()}
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    sd = load_state_dict(tmp_path)
     meta = hf_to_meta(sd, NH, NKV, HD)
+    assert {"layers.1.attention.q_norm.weight", "layers.1.attention.k_norm.weight"} <= set(meta)
     p = "model.layers.0.self_attn."
     x, pos = torch.randn(5, DIM), torch.arange(5).float()
     hf = scores(sd[p + "q_proj.weight"], sd[p + "k_proj.weight"], x, pos, rope_half,
@@ -98,3 +101,9 @@ def test_qwen3_qk_norm_is_permuted(tmp_path):
     tt = scores(meta["layers.0.attention.wq.weight"], meta["layers.0.attention.wk.weight"], x, pos, rope_interleaved,
                 meta["layers.0.attention.q_norm.weight"], meta["layers.0.attention.k_norm.weight"])
     assert torch.allclose(hf, tt, atol=1e-4)
+
+
+def test_head_count_mismatch_names_the_tensor():
+    sd = {"model.layers.0.self_attn.q_proj.weight": torch.zeros(NH * HD, DIM)}
+    with pytest.raises(ValueError, match=r"q_proj.weight: cannot split 128 rows into 2 heads of head_dim 32"):
+        hf_to_meta(sd, 2, NKV, HD)

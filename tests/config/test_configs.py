@@ -9,7 +9,7 @@ from tt_models.config import (
     load_optimizations,
     mesh_shape_from_env,
 )
-from tt_models.config.models import validate_all
+from tt_models.config.models import _parse, validate_all
 
 
 def test_shipped_profiles():
@@ -76,3 +76,32 @@ def test_model_overrides():
     assert smol.max_prefill_chunk == 2048 and smol.token_budget == 32768
     assert load_model_overrides("Meta-Llama-3.1-8B-Instruct").profile_for("performance") == "performance_bfp4"
     assert load_model_overrides("unknown-model").token_budget is None
+
+
+@pytest.mark.parametrize("body,match", [
+    ("mesh_shape: [1, 1]\nmax_batch_per_device: 32\nmax_context: 4096\nmax_prefill_chunk: 4096\n"
+     "trace_region_size: 1\nmesh: x\n", r"unknown key\(s\) \['mesh'\]; allowed: \['mesh_shape'"),
+    ("mesh_shape: [1, 1, 1]\nmax_batch_per_device: 32\nmax_context: 4096\nmax_prefill_chunk: 4096\n"
+     "trace_region_size: 1\n", r"mesh_shape must be \[rows, cols\]"),
+    ("mesh_shape: [1, 1]\nmax_batch_per_device: 0\nmax_context: 4096\nmax_prefill_chunk: 4096\n"
+     "trace_region_size: 1\n", "max_batch_per_device must be an integer >= 1, got 0"),
+    ("mesh_shape: [1, 1]\n", r"missing key\(s\) \['max_batch_per_device'"),
+])
+def test_bad_device_files_are_refused(tmp_path, body, match):
+    f = tmp_path / "dev.yaml"
+    f.write_text(body)
+    with pytest.raises(ConfigError, match=match):
+        load_device_profile(str(f))
+
+
+@pytest.mark.parametrize("body,match", [
+    ("match: [x*]\nmax_prefil_chunk: 64\n", r"unknown key\(s\) \['max_prefil_chunk'\]"),
+    ("match: x*\n", "match must be a list of name patterns"),
+    ("match: [x*]\noptimizations: {performance: turbo}\n", "unknown optimization 'turbo'"),
+    ("match: [x*]\nmax_prefill_chunk: 16\n", "max_prefill_chunk must be an integer >= 32"),
+])
+def test_bad_model_files_are_refused(tmp_path, body, match):
+    f = tmp_path / "model.yaml"
+    f.write_text(body)
+    with pytest.raises(ConfigError, match=match):
+        _parse(f)

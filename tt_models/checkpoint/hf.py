@@ -10,6 +10,8 @@ from safetensors.torch import load_file
 
 
 def load_state_dict(model_dir: str | Path) -> dict[str, torch.Tensor]:
+    """All tensors of `model_dir`, under their HF names: the shards listed by model.safetensors.index.json, else
+    model.safetensors, else every *.safetensors file."""
     model_dir = Path(model_dir)
     index = model_dir / "model.safetensors.index.json"
     if index.exists():

@@ -36,23 +36,33 @@ def meta_name(hf_name: str) -> str:
 
 def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tensor:
     """Reorder each head's rows (dim 0) from rotate-half to interleaved pairs."""
+    if w.shape[0] != n_heads * head_dim or head_dim % 2:
+        raise ValueError(f"cannot split {w.shape[0]} rows into {n_heads} heads of head_dim {head_dim} (must be even)")
     order = torch.stack([torch.arange(head_dim // 2), torch.arange(head_dim // 2) + head_dim // 2], 1).reshape(-1)
     return w.reshape(n_heads, head_dim, *w.shape[1:])[:, order].reshape(w.shape)
 
 
 def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int,
                head_dim: int) -> dict[str, torch.Tensor]:
+    """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE.
+
+    Tensors are shared, not copied, where no permutation applies; a missing lm_head or embedding (tied weights)
+    is filled with the other.
+    """
     out: dict[str, torch.Tensor] = {}
     for name, w in state_dict.items():
         if "rotary_emb" in name:
             continue
         new = meta_name(name)
-        if ".attention.wq." in new:
-            w = interleave_heads(w, n_heads, head_dim)
-        elif ".attention.wk." in new:
-            w = interleave_heads(w, n_kv_heads, head_dim)
-        elif ".attention.q_norm." in new or ".attention.k_norm." in new:
-            w = interleave_heads(w, 1, head_dim)
+        try:
+            if ".attention.wq." in new:
+                w = interleave_heads(w, n_heads, head_dim)
+            elif ".attention.wk." in new:
+                w = interleave_heads(w, n_kv_heads, head_dim)
+            elif ".attention.q_norm." in new or ".attention.k_norm." in new:
+                w = interleave_heads(w, 1, head_dim)  # one head_dim vector shared by all heads
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}") from None
         out[new] = w
     # Tied embeddings: a checkpoint may store either copy (safetensors keeps one name of a shared tensor).
     if "output.weight" not in out and "tok_embeddings.weight" in out:
