@@ -17,9 +17,9 @@ from tt_models.backend import ttnn
 
 def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
     """A cache folder that changes whenever a source weight file changes (name, size or mtime)."""
-    import os
+    from tt_models.checkpoint.gguf import cache_root
 
-    root = Path(os.environ.get("TT_VLLM_CACHE", Path.home() / ".cache" / "tt_vllm_adapter")) / "tt_weights"
+    root = cache_root() / "tt_weights"
     h = hashlib.sha1()
     for f in sorted(Path(model_dir).glob("*")):
         if f.suffix in (".safetensors", ".gguf", ".bin", ".json"):
