@@ -34,9 +34,10 @@ class Transformer:
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
         head_dtype = profile.precision("LM_HEAD")
         self.lm_head = weights.linear([head], dtype_of(head_dtype), "output")
-        # bf16 weights get fp32 logits (exact argmax for greedy checks); block-float heads produce bf16 logits,
-        # as the faster path on hardware does.
-        self.logits_dtype = ttnn.float32 if head_dtype == "BF16" else ttnn.bfloat16
+        # Logits keep the residual stream's precision: an fp32 stream (accuracy) gets fp32 logits, exact for greedy
+        # checks; a bf16 stream gets bf16 logits, as the faster path on hardware (and HF in bf16) produces.
+        final = self.precisions[-1].residual
+        self.logits_dtype = ttnn.float32 if final == ttnn.float32 else ttnn.bfloat16
         cos, sin = cos_sin_tables(args.hf_config, args.head_dim, max_positions)
         self.max_positions = max_positions
         # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.

@@ -177,6 +177,25 @@ def test_rotary_embedding_llama_prefill_and_decode(device):
                                                  dev_tensor(sin[None, None], device), tm, is_decode_mode=True)
 
 
+@pytest.mark.parametrize("matrix", ["rotation", "scaled_rotation", "random"])
+def test_rotary_embedding_llama_applies_the_given_matrix(device, matrix):
+    """The op multiplies by whatever transformation matrix it is given: x * cos + (x @ T) * sin per 32-wide tile,
+    whether T is Llama's signed permutation (taken as a column gather) or any other matrix (a real product)."""
+    t = {"rotation": _trans_mat(), "scaled_rotation": 2 * _trans_mat(),
+         "random": bf16(torch.randn(1, 1, 32, 32))}[matrix]
+    users, nh, hd = 32, 3, 64
+    x = bf16(torch.randn(1, users, nh, hd))
+    cos, sin = bf16(torch.randn(1, users, 1, hd)), bf16(torch.randn(1, users, 1, hd))
+    out = ttnn.experimental.rotary_embedding_llama(dev_tensor(x, device), dev_tensor(cos, device),
+                                                   dev_tensor(sin, device), dev_tensor(t, device),
+                                                   is_decode_mode=True)
+    rotated = (x.reshape(1, users, nh, 2, 32) @ t[0, 0]).reshape(x.shape)
+    ref = bf16(x * cos + rotated * sin)
+    assert (host(out) - ref).abs().max() <= 2**-7 * ref.abs().max()
+    if matrix == "rotation":  # exact: the gather and the product compute the same fp32 values
+        assert torch.equal(host(out), ref)
+
+
 def _ref_sdpa(q, k, v, causal=True, window=None, scale=None):
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)

@@ -51,7 +51,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tenso
     return out.reshape(b, nqh, s, d)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def scaled_dot_product_attention(
     input_tensor_q: Tensor,
     input_tensor_k: Tensor,

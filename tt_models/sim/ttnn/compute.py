@@ -13,6 +13,18 @@ from .tensor import Tensor, store_as
 from .types import DataType, Layout, MemoryConfig, UnaryOpType, UnaryWithParam
 
 
+class Recording:
+    """What an op computed while a trace was being captured: its per-device computations and the outputs built from
+    them. Trace replay can rerun exactly those (see trace.Kernel) without the op's argument checks."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor]]] = []
+        self.outputs: list[tuple[list[torch.Tensor], DataType, Tensor]] = []
+
+
+_recording: list[Recording] = []  # innermost last
+
+
 def output(
     ref: Tensor,
     shards: list[torch.Tensor],
@@ -23,37 +35,53 @@ def output(
     """Store per-device results into the requested dtype (rounding as the device would) and wrap them."""
     dtype = dtype or ref.dtype
     layout = layout or ref.layout
-    return Tensor.make([store_as(s, dtype) for s in shards], dtype, layout, ref.device_or_none,
-                       memory_config or ref.memory_config())
+    out = Tensor.make([store_as(s, dtype) for s in shards], dtype, layout, ref.device_or_none,
+                      memory_config or ref.memory_config())
+    if _recording:
+        _recording[-1].outputs.append((shards, dtype, out))
+    return out
 
 
 def per_device(fn: Callable[..., torch.Tensor], *tensors: Any) -> list[torch.Tensor]:
     """Run fn on each chip's buffers; non-tensor arguments are passed unchanged to every call."""
     n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
-    return [fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)) for i in range(n)]
+    shards = [fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)) for i in range(n)]
+    if _recording:
+        _recording[-1].runs.append((fn, tensors, shards))
+    return shards
+
+
+def run_recorded(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType, out: Tensor) -> None:
+    """Recompute one recorded output from its inputs' current buffers into the same tensor object."""
+    n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
+    out._shards = [store_as(fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)), dtype)
+                   for i in range(n)]
+    out._deallocated = False
 
 
 def f32(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.float32 else x.float()
 
 
-_F32_CACHE: dict[int, tuple[Any, int, torch.Tensor]] = {}
-_F32_CACHE_MIN = 1 << 20
+_DERIVED: dict[tuple[int, str], tuple[Any, int, Any]] = {}
+
+
+def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """fn(x), computed once per version of the buffer x and reused while x lives and is not written."""
+    key = (id(x), name)
+    hit = _DERIVED.get(key)
+    if hit is not None and hit[0]() is x and hit[1] == x._version:
+        return hit[2]
+    value = fn(x)
+    ref = weakref.ref(x, lambda _: _DERIVED.pop(key, None))
+    _DERIVED[key] = (ref, x._version, value)
+    return value
 
 
 def f32_cached(x: torch.Tensor) -> torch.Tensor:
-    """fp32 copy of a large, rarely written buffer (a weight), reused while the buffer is unchanged: a device
-    matmul reads bf16 weights at full speed, while torch would convert them on every call."""
-    if x.dtype == torch.float32 or x.numel() < _F32_CACHE_MIN:
-        return f32(x)
-    hit = _F32_CACHE.get(id(x))
-    if hit is not None and hit[0]() is x and hit[1] == x._version:
-        return hit[2]
-    out = x.float()
-    key = id(x)
-    ref = weakref.ref(x, lambda _: _F32_CACHE.pop(key, None))
-    _F32_CACHE[key] = (ref, x._version, out)
-    return out
+    """fp32 copy of a rarely written buffer (a weight): the device reads bf16 weights at full speed, while torch
+    would convert them on every call."""
+    return x if x.dtype == torch.float32 else derived(x, "f32", torch.Tensor.float)
 
 
 _UNARY: dict[Any, Callable[[torch.Tensor], torch.Tensor]] = {

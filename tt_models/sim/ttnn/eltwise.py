@@ -40,7 +40,7 @@ def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_
     return out
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def add(
     input_tensor_a: Tensor,
     input_tensor_b: Any,
@@ -59,7 +59,7 @@ def add(
                    activations, input_tensor_a_activations, input_tensor_b_activations)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def mul(
     input_tensor_a: Tensor,
     input_tensor_b: Any,
@@ -81,7 +81,7 @@ def mul(
 multiply = mul
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def silu(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
          output_tensor: Tensor | None = None, sub_core_grids: Any = None) -> Tensor:
     require_device("silu", input_tensor)
@@ -93,7 +93,7 @@ def silu(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
     return out
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def softmax(
     input_tensor: Tensor,
     dim: int = -1,

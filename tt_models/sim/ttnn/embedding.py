@@ -13,7 +13,7 @@ from .trace import device_op
 from .types import DataType, Layout, MemoryConfig
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def embedding(
     input_tensor: Tensor,
     weight: Tensor,

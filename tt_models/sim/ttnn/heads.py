@@ -23,7 +23,7 @@ def _head_dim(op: str, width: int, num_heads: int, num_kv_heads: int) -> int:
     return hd
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def nlp_create_qkv_heads(
     input: Tensor,  # noqa: A002
     input_kv: Tensor | None = None,
@@ -60,7 +60,7 @@ def nlp_create_qkv_heads(
     return q, k, v
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def nlp_create_qkv_heads_decode(
     input_tensor: Tensor,
     *,
@@ -97,7 +97,7 @@ def nlp_create_qkv_heads_decode(
     )
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None) -> Tensor:
     """[B, nh, S, hd] -> [B, 1, S, nh * hd]."""
     op = "experimental.nlp_concat_heads"
@@ -108,7 +108,7 @@ def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None
                   memory_config=memory_config)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def nlp_concat_heads_decode(
     input_tensor: Tensor, *, num_heads: int, memory_config: MemoryConfig | None = None,
     output_tensor: Tensor | None = None, sub_core_grids: Any = None

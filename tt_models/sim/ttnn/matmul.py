@@ -33,10 +33,13 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
             w = w.transpose(-1, -2)
         # bf16 x bf16 runs natively (fp32 accumulation, one rounding), as the matrix engine does; anything else,
         # or an fp32 result, is computed in fp32.
-        if x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32:
-            y = torch.matmul(x, w)
+        native = x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32
+        x, w = (x, w) if native else (f32(x), f32_cached(w))
+        if w.dim() > 2 and w.shape[:-2].numel() == 1:
+            # A weight shared by every row: one [rows, k] x [k, n] GEMM, which torch runs faster than a batched one.
+            y = torch.mm(x.reshape(-1, x.shape[-1]), w.reshape(w.shape[-2:])).view(*x.shape[:-1], w.shape[-1])
         else:
-            y = torch.matmul(f32(x), f32_cached(w))
+            y = torch.matmul(x, w)
         if bb is not None:
             y = y.float() + bb.float().reshape(-1)[: y.shape[-1]]
         return act(y.float()) if act is not None else y
@@ -44,7 +47,7 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
     return output(a, per_device(compute, a, b, bias), out_dtype, Layout.TILE, memory_config)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def matmul(
     input_tensor_a: Tensor,
     input_tensor_b: Tensor,
@@ -68,7 +71,7 @@ def matmul(
                    memory_config)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def linear(
     input_tensor_a: Tensor,
     input_tensor_b: Tensor,

@@ -6,14 +6,14 @@ from typing import Any
 
 import torch
 
-from .compute import f32, output, per_device
+from .compute import f32, f32_cached, output, per_device
 from .errors import TTError
 from .tensor import Tensor, require_device
 from .trace import device_op
 from .types import MemoryConfig
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def rms_norm(
     input_tensor: Tensor,
     *,
@@ -36,9 +36,7 @@ def rms_norm(
         x = f32(x)
         if r is not None:
             x = x + f32(r)
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + epsilon)
-        if w is not None:
-            y = y * f32(w).reshape(-1)
+        y = torch.nn.functional.rms_norm(x, (dim,), f32_cached(w).reshape(-1) if w is not None else None, epsilon)
         if b is not None:
             y = y + f32(b).reshape(-1)
         return y

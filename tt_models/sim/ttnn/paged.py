@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .compute import f32, output, per_device
+from .compute import output, per_device
 from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
 from .trace import DuringCapture, device_op
@@ -45,18 +45,22 @@ def _require_positions(op: str, name: str, pos: Tensor, users: int) -> None:
         raise TTError(op, f"{name} holds {pos.volume()} positions for {users} users")
 
 
-def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor) -> torch.Tensor:
-    """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd]."""
+def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd] in `dtype`."""
     b, n = page_rows.shape
-    _, nkv, bs, hd = cache.shape
-    pages = cache.index_select(0, page_rows.reshape(-1).long()).reshape(b, n, nkv, bs, hd)
-    return pages.permute(0, 2, 1, 3, 4).reshape(b, nkv, n * bs, hd)
+    nblocks, nkv, bs, hd = cache.shape
+    # One gather of (block, head) pages from the [blocks * heads, page] view lands each head's history contiguous.
+    pages = page_rows.long()[:, None, :] * nkv + torch.arange(nkv)[None, :, None]
+    out = cache.reshape(nblocks * nkv, bs * hd).index_select(0, pages.reshape(-1)).view(b, nkv, n * bs, hd)
+    return out if dtype is None else out.to(dtype)
 
 
 def _check_blocks(op: str, blocks: torch.Tensor, num_blocks: int) -> None:
-    if blocks.numel() and (int(blocks.min()) < 0 or int(blocks.max()) >= num_blocks):
-        raise TTError(op, f"page table points at block {int(blocks.max())} / {int(blocks.min())}, "
-                          f"cache has {num_blocks}")
+    if not blocks.numel():
+        return
+    lo, hi = (int(v) for v in torch.aminmax(blocks))
+    if lo < 0 or hi >= num_blocks:
+        raise TTError(op, f"page table points at block {hi} / {lo}, cache has {num_blocks}")
 
 
 @device_op(DuringCapture.SKIP)
@@ -147,26 +151,29 @@ def paged_update_cache(
         raise TTError(op, "needs update_idxs or update_idxs_tensor")
     pts = page_table._shards if page_table is not None else [None] * cache_tensor.num_shards
     for cache, x, idx, pt in zip(cache_tensor._shards, input_tensor._shards, idx_shards, pts, strict=True):
-        users_live = (idx >= 0).nonzero().reshape(-1)
-        if users_live.numel() == 0:
+        lo, hi = (int(v) for v in torch.aminmax(idx))
+        if hi < 0:
             continue
-        p = idx[users_live].long()
-        rows = store_as(x[0, users_live, :nkv, :], cache_tensor.dtype)
+        if lo >= 0:  # every slot live: no index compaction needed
+            users_live, p, rows = None, idx.long(), x[0, :, :nkv, :]
+        else:
+            users_live = (idx >= 0).nonzero().reshape(-1)
+            p, rows = idx[users_live].long(), x[0, users_live, :nkv, :]
+        rows = store_as(rows, cache_tensor.dtype)
+        slots = torch.arange(batch_offset, batch_offset + users) if users_live is None else users_live + batch_offset
         if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
-            if int(p.max()) >= bs:
-                raise TTError(op, f"position {int(p.max())} beyond the cache length {bs}")
-            cache[users_live + batch_offset, :, p, :] = rows
+            if hi >= bs:
+                raise TTError(op, f"position {hi} beyond the cache length {bs}")
+            cache[slots, :, p, :] = rows
             continue
-        logical = p // bs
-        if int(logical.max()) >= pt.shape[1]:
-            raise TTError(op, f"position {int(p.max())} needs block {int(logical.max())}; "
-                              f"the page table has {pt.shape[1]} columns")
-        blocks = pt[users_live + batch_offset, logical].long()
+        if hi // bs >= pt.shape[1]:
+            raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
+        blocks = pt[slots, p // bs].long()
         _check_blocks(op, blocks, nb)
         cache[blocks, :, p % bs, :] = rows
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def paged_scaled_dot_product_attention_decode(
     input_tensor_q: Tensor,
     input_tensor_k: Tensor,
@@ -214,31 +221,34 @@ def paged_scaled_dot_product_attention_decode(
 
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
                 cp: torch.Tensor) -> torch.Tensor:
-        pos = cp.reshape(-1).long()
-        out = torch.zeros(1, users, nh, hd)
-        live = pos >= 0
-        if not bool(live.any()):
-            return out
+        pos = cp.reshape(-1)
         top = int(pos.max())
+        if top < 0:
+            return torch.zeros(1, users, nh, hd)
         nblk = top // bs + 1
         if nblk > width:
             raise TTError(op, f"position {top} needs block {nblk - 1}; the page table has {width} columns")
-        rows = pt[:, :nblk]
-        _check_blocks(op, rows[live], nb)
-        rows = torch.where(live[:, None], rows, torch.zeros_like(rows))
-        keys = f32(gather_pages(kk, rows))  # [B, nkv, T, hd]
-        vals = f32(gather_pages(vv, rows))
-        qf = f32(qq[0]).reshape(users, nkv, g, hd)
-        scores = torch.matmul(qf, keys.transpose(-1, -2)) * sc  # [B, nkv, g, T]
-        kpos = torch.arange(keys.shape[2])
-        allowed = kpos <= pos[:, None]
+        live = pos >= 0
+        rows = pt[:, :nblk] * live[:, None]  # an empty slot reads block 0 and its result is zeroed below
+        _check_blocks(op, rows, nb)
+        t = nblk * bs
+        # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
+        # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
+        dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
+        keys = gather_pages(kk, rows, dt)  # [B, nkv, T, hd]
+        vals = gather_pages(vv, rows, dt)
+        kpos = torch.arange(t)
+        seen = pos.clamp(min=0)[:, None]  # an empty slot attends to position 0 of block 0; zeroed below
+        allowed = kpos <= seen
         if sliding_window_size is not None:
-            allowed &= kpos > pos[:, None] - sliding_window_size
-        scores = scores.masked_fill(~allowed[:, None, None, :], float("-inf"))
-        probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-        res = torch.matmul(probs, vals).reshape(users, nh, hd)
-        out[0] = torch.where(live[:, None, None], res, torch.zeros_like(res))
-        return out
+            allowed &= kpos > seen - sliding_window_size
+        # The g query heads sharing a kv head attend as g "rows" of one head: no kv repetition needed.
+        res = torch.nn.functional.scaled_dot_product_attention(
+            qq[0].to(dt).view(users, nkv, g, hd), keys, vals, attn_mask=allowed[:, None, None, :], scale=sc)
+        res = res.view(1, users, nh, hd)
+        if not bool(live.all()):
+            res = res * live[None, :, None, None]
+        return res
 
     return output(q, per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor),
                   DataType.FLOAT32 if q.dtype == DataType.FLOAT32 else DataType.BFLOAT16, Layout.TILE, memory_config)

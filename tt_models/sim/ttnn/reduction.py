@@ -13,7 +13,7 @@ from .trace import DuringCapture, device_op
 from .types import DataType, Layout, MemoryConfig
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def argmax(
     input_tensor: Tensor,
     dim: int | None = None,

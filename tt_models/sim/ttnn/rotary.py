@@ -10,14 +10,28 @@ from typing import Any
 
 import torch
 
-from .compute import f32, output, per_device
+from .compute import derived, f32, f32_cached, output, per_device
 from .errors import TTError
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
 from .types import TILE_SIZE, Layout, MemoryConfig
 
 
-@device_op()
+def _signed_permutation(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    tile = t.reshape(-1, TILE_SIZE, TILE_SIZE)[0].float()
+    src = tile.abs().argmax(0)
+    sign = tile.gather(0, src[None])[0]
+    ok = bool(((tile != 0).sum(0) == 1).all()) and bool((sign.abs() == 1).all())
+    return (src, sign) if ok else None
+
+
+def signed_permutation(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(source column, sign) per output column when the first 32x32 tile of t has exactly one +-1 per column and
+    zeros elsewhere (Llama's rotation matrix is one), else None."""
+    return derived(t, "signed_permutation", _signed_permutation)
+
+
+@device_op(kernel_replay=True)
 def rotary_embedding_llama(
     input_tensor: Tensor,
     cos_cache: Tensor,
@@ -50,9 +64,13 @@ def rotary_embedding_llama(
 
     def compute(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         x = f32(x)
-        tile = f32(t).reshape(-1, TILE_SIZE, TILE_SIZE)[0]
-        rotated = (x.reshape(*x.shape[:-1], hd // TILE_SIZE, TILE_SIZE) @ tile).reshape(x.shape)
-        return x * f32(cos) + rotated * f32(sin)
+        tiles = x.reshape(*x.shape[:-1], hd // TILE_SIZE, TILE_SIZE)
+        perm = signed_permutation(t)
+        if perm is None:
+            rotated = tiles @ f32_cached(t).reshape(-1, TILE_SIZE, TILE_SIZE)[0]
+        else:  # the same product, exactly: each output column is one input column times +-1
+            rotated = tiles.index_select(-1, perm[0]).mul_(perm[1])
+        return torch.addcmul(x * f32(cos), rotated.reshape(x.shape), f32(sin))
 
     return output(input_tensor, per_device(compute, input_tensor, cos_cache, sin_cache, trans_mat),
                   memory_config=memory_config)

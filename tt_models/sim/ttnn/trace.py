@@ -27,11 +27,45 @@ class DuringCapture(Enum):
 
 
 @dataclass
+class Kernel:
+    """An op's replay without its host-side work: the per-device computations recorded at capture, rerun on the
+    inputs' current buffers, results stored into the captured output tensors. Shapes, dtypes and options are fixed
+    once captured (as in a device trace), so the argument checks are not repeated; data-dependent checks live in
+    the computations and still run."""
+
+    parts: list[tuple[Callable[..., Any], tuple, Any, Any]]
+
+    def __call__(self) -> None:
+        from .compute import run_recorded
+
+        for fn, tensors, dtype, out in self.parts:
+            run_recorded(fn, tensors, dtype, out)
+
+
+@dataclass
 class _Step:
     fn: Callable[..., Any]
     args: tuple
     kwargs: dict
     out: Any
+    kernel: Kernel | None = None
+
+
+def _kernel_for(rec: Any, out: Any) -> Kernel | None:
+    """A Kernel when the op's result is exactly the outputs it built from its own per-device runs, else None."""
+    from .tensor import Tensor
+
+    runs = {id(shards): (fn, tensors) for fn, tensors, shards in rec.runs}
+    returned = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (list, tuple)) else None
+    if not returned or len(rec.runs) != len(rec.outputs) or len(returned) != len(rec.outputs):
+        return None
+    parts = []
+    for shards, dtype, tensor in rec.outputs:
+        if id(shards) not in runs or not any(tensor is r for r in returned):
+            return None
+        fn, tensors = runs[id(shards)]
+        parts.append((fn, tensors, dtype, tensor))
+    return Kernel(parts)
 
 
 @dataclass
@@ -55,8 +89,10 @@ def _device_of(args: tuple, kwargs: dict) -> MeshDevice | None:
     return None
 
 
-def device_op(during_capture: DuringCapture = DuringCapture.RUN) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Make a function a traceable device op."""
+def device_op(during_capture: DuringCapture = DuringCapture.RUN,
+              kernel_replay: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make a function a traceable device op. kernel_replay: the op does all its data-dependent work inside the
+    per-device computations it hands to compute.per_device, so a trace may replay just those (Kernel)."""
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -68,8 +104,18 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN) -> Callable[[Ca
             if during_capture is DuringCapture.SKIP:
                 trace.steps.append(_Step(fn, args, kwargs, None))
                 return None
-            out = fn(*args, **kwargs)
-            trace.steps.append(_Step(fn, args, kwargs, out))
+            if not kernel_replay:
+                out = fn(*args, **kwargs)
+                trace.steps.append(_Step(fn, args, kwargs, out))
+                return out
+            from .compute import Recording, _recording
+
+            _recording.append(Recording())
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                rec = _recording.pop()
+            trace.steps.append(_Step(fn, args, kwargs, out, _kernel_for(rec, out)))
             return out
 
         return wrapper
@@ -116,6 +162,9 @@ def execute_trace(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0, blo
     if trace is None:
         raise TTError("execute_trace", f"no captured trace {trace_id} (released or never captured)")
     for step in trace.steps:
+        if step.kernel is not None:
+            step.kernel()
+            continue
         fresh = step.fn(*step.args, **step.kwargs)
         if step.out is not None:
             _assign(step.out, fresh)
