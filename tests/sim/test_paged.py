@@ -80,6 +80,28 @@ def test_paged_update_cache_matches_contiguous(device, cache_dtype):
     assert torch.equal(host(cache), expected)
 
 
+@pytest.mark.parametrize("cache_dtype", [ttnn.bfloat16, ttnn.bfloat8_b])
+def test_paged_fused_update_cache_equals_two_updates(device, cache_dtype):
+    users, nkv, bs, hd, num_blocks, width = 16, 2, 32, 64, 80, 4
+    pt = pt_tensor(random_page_table(users, width, num_blocks), device)
+    pos = torch.randint(0, width * bs, (users,))
+    pos[[1, 6]] = -1
+    pos_t = pos_tensor(pos, device)
+    start = [bf16(torch.randn(num_blocks, nkv, bs, hd)) for _ in range(2)]
+    new = [dev_tensor(bf16(torch.randn(1, users, nkv, hd)), device) for _ in range(2)]
+    fused = [ttnn.from_torch(c, cache_dtype, layout=ttnn.TILE_LAYOUT, device=device) for c in start]
+    single = [ttnn.from_torch(c, cache_dtype, layout=ttnn.TILE_LAYOUT, device=device) for c in start]
+    ttnn.experimental.paged_fused_update_cache(fused[0], new[0], fused[1], new[1], update_idxs_tensor=pos_t,
+                                               page_table=pt)
+    for c, x in zip(single, new, strict=True):
+        ttnn.experimental.paged_update_cache(c, x, update_idxs_tensor=pos_t, page_table=pt)
+    for a, b in zip(fused, single, strict=True):
+        assert torch.equal(host(a), host(b))
+    with pytest.raises(ttnn.TTError, match="paged_fused_update_cache: caches differ"):
+        ttnn.experimental.paged_fused_update_cache(fused[0], new[0], ttnn.typecast(fused[1], ttnn.float32), new[1],
+                                                   update_idxs_tensor=pos_t, page_table=pt)
+
+
 def test_paged_update_cache_rejects_block_float_input(device):
     cache = ttnn.from_torch(torch.zeros(4, 1, 32, 64), ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device)
     x = ttnn.from_torch(torch.zeros(1, 1, 1, 64), ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device)

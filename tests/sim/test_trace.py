@@ -31,7 +31,7 @@ def make_weights(device):
     }
 
 
-def decode_step(w, tokens, pos, rot_idx, page_table, k_cache, v_cache):
+def decode_step(w, tokens, pos, rot_idx, page_table, k_cache, v_cache, fused_update=False):
     x = ttnn.embedding(tokens, w["emb"], layout=ttnn.TILE_LAYOUT)  # [1, B, DIM]
     x = ttnn.reshape(x, (1, 1, USERS, DIM))
     h = ttnn.rms_norm(x, epsilon=1e-5, weight=w["norm"])
@@ -41,8 +41,12 @@ def decode_step(w, tokens, pos, rot_idx, page_table, k_cache, v_cache):
     sin = ttnn.reshape(ttnn.embedding(rot_idx, w["sin"], layout=ttnn.TILE_LAYOUT), (1, USERS, 1, HD))
     q = ttnn.experimental.rotary_embedding_llama(q, cos, sin, w["tm"], is_decode_mode=True)
     k = ttnn.experimental.rotary_embedding_llama(k, cos, sin, w["tm"], is_decode_mode=True)
-    ttnn.experimental.paged_update_cache(k_cache, k, update_idxs_tensor=pos, page_table=page_table)
-    ttnn.experimental.paged_update_cache(v_cache, v, update_idxs_tensor=pos, page_table=page_table)
+    if fused_update:
+        ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs_tensor=pos,
+                                                   page_table=page_table)
+    else:
+        ttnn.experimental.paged_update_cache(k_cache, k, update_idxs_tensor=pos, page_table=page_table)
+        ttnn.experimental.paged_update_cache(v_cache, v, update_idxs_tensor=pos, page_table=page_table)
     attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
         q, k_cache, v_cache, cur_pos_tensor=pos, page_table_tensor=page_table, scale=HD**-0.5)
     ttnn.deallocate(q)
@@ -72,9 +76,10 @@ def fresh_caches(device):
                             layout=ttnn.TILE_LAYOUT, device=device) for _ in range(2)]
 
 
-def test_replay_is_bit_identical_to_eager(device):
+@pytest.mark.parametrize("fused_update", [False, True])
+def test_replay_is_bit_identical_to_eager(device, fused_update):
     w = make_weights(device)
-    # Eager reference on its own caches.
+    # Eager reference on its own caches, always with the unfused update: the fused op must write the same values.
     eager_caches = fresh_caches(device)
     eager = []
     for step in range(3):
@@ -86,9 +91,9 @@ def test_replay_is_bit_identical_to_eager(device):
     caches = fresh_caches(device)
     dev_ins = [ttnn.to_device(t, device) for t in host_inputs(0)]
     scratch = fresh_caches(device)
-    decode_step(w, *dev_ins, *scratch)  # compile run, on throw-away caches
+    decode_step(w, *dev_ins, *scratch, fused_update)  # compile run, on throw-away caches
     tid = ttnn.begin_trace_capture(device, cq_id=0)
-    logits, tok = decode_step(w, *dev_ins, *caches)
+    logits, tok = decode_step(w, *dev_ins, *caches, fused_update)
     ttnn.end_trace_capture(device, tid, cq_id=0)
     # Capturing did not write the caches: in-place cache updates only run on replay, as on hardware.
     assert torch.equal(ttnn.to_torch(caches[0]), ttnn.to_torch(fresh_caches(device)[0]))
@@ -99,6 +104,13 @@ def test_replay_is_bit_identical_to_eager(device):
         assert torch.equal(ttnn.to_torch(logits), eager[step][0])
         assert torch.equal(ttnn.to_torch(tok), eager[step][1])
     assert torch.equal(ttnn.to_torch(caches[0]), ttnn.to_torch(eager_caches[0]))
+    assert torch.equal(ttnn.to_torch(caches[1]), ttnn.to_torch(eager_caches[1]))
+    # Replay skips the argument checks (shapes are frozen) but not the data-dependent ones.
+    bad = host_inputs(0)[3].to_torch()
+    bad[3, 0] = BLOCKS + 5
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(bad, ttnn.int32), dev_ins[3])
+    with pytest.raises(ttnn.TTError, match=f"page table points at block {BLOCKS + 5}"):
+        ttnn.execute_trace(device, tid)
     ttnn.release_trace(device, tid)
     with pytest.raises(ttnn.TTError, match="no captured trace"):
         ttnn.execute_trace(device, tid)

@@ -2,8 +2,8 @@
 
 Prefill (one user): fused QKV matmul -> heads -> RoPE -> paged_fill_cache, then causal SDPA over the prompt, or
 chunked SDPA over the paged cache when earlier tokens are already cached (long prompts, prefix-cache hits).
-Decode (whole batch): fused QKV -> heads -> RoPE -> paged_update_cache -> paged SDPA decode; users at position -1
-(empty slots) leave the cache untouched.
+Decode (whole batch): fused QKV -> heads -> RoPE -> paged_fused_update_cache (K and V) -> paged SDPA decode; users
+at position -1 (empty slots) leave the cache untouched.
 """
 
 from __future__ import annotations
@@ -89,8 +89,9 @@ class Attention:
         q = ttnn.experimental.rotary_embedding_llama(q, rot.cos, rot.sin, rot.trans_mat, is_decode_mode=True)
         k = ttnn.experimental.rotary_embedding_llama(k, rot.cos, rot.sin, rot.trans_mat, is_decode_mode=True)
         k_cache, v_cache = kv_cache
-        ttnn.experimental.paged_update_cache(k_cache, k, update_idxs_tensor=current_pos, page_table=page_table)
-        ttnn.experimental.paged_update_cache(v_cache, v, update_idxs_tensor=current_pos, page_table=page_table)
+        # K and V land at the same positions through the same page table: one fused update, as tt_transformers does.
+        ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs_tensor=current_pos,
+                                                   page_table=page_table)
         attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
             q, k_cache, v_cache, cur_pos_tensor=current_pos, page_table_tensor=page_table, scale=self.scale,
             sliding_window_size=a.sliding_window, compute_kernel_config=k_ops["SDPA_DECODE"])

@@ -20,6 +20,7 @@ class Recording:
     def __init__(self) -> None:
         self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor]]] = []
         self.outputs: list[tuple[list[torch.Tensor], DataType, Tensor]] = []
+        self.writes: list[tuple[Callable[..., None], tuple]] = []
 
 
 _recording: list[Recording] = []  # innermost last
@@ -49,6 +50,21 @@ def per_device(fn: Callable[..., torch.Tensor], *tensors: Any) -> list[torch.Ten
     if _recording:
         _recording[-1].runs.append((fn, tensors, shards))
     return shards
+
+
+def per_device_write(fn: Callable[..., None], *tensors: Any) -> None:
+    """Run an in-place write on each chip's buffers (None for a missing optional tensor). While a trace is being
+    captured the write is only recorded: persistent buffers change when the trace runs, as on hardware."""
+    if _recording:
+        _recording[-1].writes.append((fn, tensors))
+        return
+    run_write(fn, tensors)
+
+
+def run_write(fn: Callable[..., None], tensors: tuple) -> None:
+    n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
+    for i in range(n):
+        fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors))
 
 
 def run_recorded(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType, out: Tensor) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .compute import output, per_device
+from .compute import output, per_device, per_device_write
 from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
 from .trace import DuringCapture, device_op
@@ -108,7 +108,67 @@ def paged_fill_cache(
         cache[blocks, :, pos % bs, :] = rows
 
 
-@device_op(DuringCapture.SKIP)
+def _check_update_input(op: str, input_tensor: Tensor, nkv: int, hd: int) -> int:
+    require_layout(op, "input", input_tensor, Layout.TILE)
+    require_dtype(op, "input", input_tensor, (DataType.BFLOAT16, DataType.FLOAT32))
+    if input_tensor.shape.rank != 4 or input_tensor.shape[0] != 1 or input_tensor.shape[-1] != hd \
+            or input_tensor.shape[2] < nkv:
+        raise TTError(op, f"input must be [1, B, {nkv}, {hd}], got {tuple(input_tensor.shape)}")
+    return input_tensor.shape[1]
+
+
+def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idxs: list[int] | None,
+                 update_idxs_tensor: Tensor | None, page_table: Tensor | None, batch_offset: int) -> Any:
+    """Check a decode cache update's arguments; return the per-device write: (caches..., inputs..., idx, pt)."""
+    nb, nkv, bs, hd = _require_cache(op, cache_tensor)
+    users = {_check_update_input(op, x, nkv, hd) for x in inputs}
+    if len(users) != 1:
+        raise TTError(op, f"inputs hold different numbers of users: {sorted(users)}")
+    (users,) = users
+    if page_table is not None:
+        require_page_table(op, page_table)
+        if page_table.shape[0] < batch_offset + users:
+            raise TTError(op, f"page table has {page_table.shape[0]} rows for {users} users")
+    if update_idxs_tensor is not None:
+        _require_positions(op, "update_idxs_tensor", update_idxs_tensor, users)
+        idx: Any = update_idxs_tensor
+    elif update_idxs:
+        if len(update_idxs) != users:
+            raise TTError(op, f"update_idxs has {len(update_idxs)} entries for {users} users")
+        idx = torch.tensor(update_idxs, dtype=torch.int64)  # host list: fixed when the op is issued
+    else:
+        raise TTError(op, "needs update_idxs or update_idxs_tensor")
+    all_slots = torch.arange(batch_offset, batch_offset + users)
+    dtype = cache_tensor.dtype
+
+    def write(*bufs: torch.Tensor) -> None:
+        n = len(inputs)
+        caches, xs, positions, pt = bufs[:n], bufs[n : 2 * n], bufs[2 * n].reshape(-1), bufs[2 * n + 1]
+        lo, hi = (int(v) for v in torch.aminmax(positions))
+        if hi < 0:
+            return
+        if lo >= 0:  # every slot live: no index compaction needed
+            live, p, slots = slice(None), positions.long(), all_slots
+        else:
+            live = (positions >= 0).nonzero().reshape(-1)
+            p, slots = positions[live].long(), live + batch_offset
+        if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
+            if hi >= bs:
+                raise TTError(op, f"position {hi} beyond the cache length {bs}")
+            where = (slots, slice(None), p, slice(None))
+        else:
+            if hi // bs >= pt.shape[1]:
+                raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
+            blocks = pt[slots, p // bs].long()
+            _check_blocks(op, blocks, nb)
+            where = (blocks, slice(None), p % bs, slice(None))
+        for cache, x in zip(caches, xs, strict=True):
+            cache[where] = store_as(x[0, live, :nkv, :], dtype)
+
+    return write, idx
+
+
+@device_op(DuringCapture.SKIP, kernel_replay=True)
 def paged_update_cache(
     cache_tensor: Tensor,
     input_tensor: Tensor,
@@ -129,48 +189,36 @@ def paged_update_cache(
     require_device(op, cache_tensor, input_tensor, update_idxs_tensor, page_table)
     refuse_options(op, share_cache=share_cache, mesh_coords=mesh_coords, block_size=block_size,
                    num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo)
-    nb, nkv, bs, hd = _require_cache(op, cache_tensor)
-    require_layout(op, "input", input_tensor, Layout.TILE)
-    require_dtype(op, "input", input_tensor, (DataType.BFLOAT16, DataType.FLOAT32))
-    if input_tensor.shape.rank != 4 or input_tensor.shape[0] != 1 or input_tensor.shape[-1] != hd \
-            or input_tensor.shape[2] < nkv:
-        raise TTError(op, f"input must be [1, B, {nkv}, {hd}], got {tuple(input_tensor.shape)}")
-    users = input_tensor.shape[1]
-    if page_table is not None:
-        require_page_table(op, page_table)
-        if page_table.shape[0] < batch_offset + users:
-            raise TTError(op, f"page table has {page_table.shape[0]} rows for {users} users")
-    if update_idxs_tensor is not None:
-        _require_positions(op, "update_idxs_tensor", update_idxs_tensor, users)
-        idx_shards = [s.reshape(-1) for s in update_idxs_tensor._shards]
-    elif update_idxs:
-        if len(update_idxs) != users:
-            raise TTError(op, f"update_idxs has {len(update_idxs)} entries for {users} users")
-        idx_shards = [torch.tensor(update_idxs, dtype=torch.int64)] * cache_tensor.num_shards
-    else:
-        raise TTError(op, "needs update_idxs or update_idxs_tensor")
-    pts = page_table._shards if page_table is not None else [None] * cache_tensor.num_shards
-    for cache, x, idx, pt in zip(cache_tensor._shards, input_tensor._shards, idx_shards, pts, strict=True):
-        lo, hi = (int(v) for v in torch.aminmax(idx))
-        if hi < 0:
-            continue
-        if lo >= 0:  # every slot live: no index compaction needed
-            users_live, p, rows = None, idx.long(), x[0, :, :nkv, :]
-        else:
-            users_live = (idx >= 0).nonzero().reshape(-1)
-            p, rows = idx[users_live].long(), x[0, users_live, :nkv, :]
-        rows = store_as(rows, cache_tensor.dtype)
-        slots = torch.arange(batch_offset, batch_offset + users) if users_live is None else users_live + batch_offset
-        if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
-            if hi >= bs:
-                raise TTError(op, f"position {hi} beyond the cache length {bs}")
-            cache[slots, :, p, :] = rows
-            continue
-        if hi // bs >= pt.shape[1]:
-            raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
-        blocks = pt[slots, p // bs].long()
-        _check_blocks(op, blocks, nb)
-        cache[blocks, :, p % bs, :] = rows
+    write, idx = _update_plan(op, cache_tensor, [input_tensor], update_idxs, update_idxs_tensor, page_table,
+                              batch_offset)
+    per_device_write(write, cache_tensor, input_tensor, idx, page_table)
+
+
+@device_op(DuringCapture.SKIP, kernel_replay=True)
+def paged_fused_update_cache(
+    cache_tensor1: Tensor,
+    input_tensor1: Tensor,
+    cache_tensor2: Tensor,
+    input_tensor2: Tensor,
+    *,
+    update_idxs: list[int] | None = None,
+    update_idxs_tensor: Tensor | None = None,
+    share_cache: bool | None = None,
+    page_table: Tensor | None = None,
+    batch_offset: int = 0,
+    compute_kernel_config: Any = None,
+    mesh_coords: Any = None,
+) -> None:
+    """paged_update_cache of two caches (K and V) at the same positions through the same page table, in one op."""
+    op = "experimental.paged_fused_update_cache"
+    require_device(op, cache_tensor1, input_tensor1, cache_tensor2, input_tensor2, update_idxs_tensor, page_table)
+    refuse_options(op, share_cache=share_cache, mesh_coords=mesh_coords)
+    if tuple(cache_tensor1.shape) != tuple(cache_tensor2.shape) or cache_tensor1.dtype != cache_tensor2.dtype:
+        raise TTError(op, f"caches differ: {tuple(cache_tensor1.shape)} {cache_tensor1.dtype.name.lower()} vs "
+                          f"{tuple(cache_tensor2.shape)} {cache_tensor2.dtype.name.lower()}")
+    write, idx = _update_plan(op, cache_tensor1, [input_tensor1, input_tensor2], update_idxs, update_idxs_tensor,
+                              page_table, batch_offset)
+    per_device_write(write, cache_tensor1, cache_tensor2, input_tensor1, input_tensor2, idx, page_table)
 
 
 @device_op(kernel_replay=True)

@@ -33,13 +33,11 @@ class Kernel:
     once captured (as in a device trace), so the argument checks are not repeated; data-dependent checks live in
     the computations and still run."""
 
-    parts: list[tuple[Callable[..., Any], tuple, Any, Any]]
+    parts: list[Callable[[], None]]
 
     def __call__(self) -> None:
-        from .compute import run_recorded
-
-        for fn, tensors, dtype, out in self.parts:
-            run_recorded(fn, tensors, dtype, out)
+        for part in self.parts:
+            part()
 
 
 @dataclass
@@ -52,9 +50,15 @@ class _Step:
 
 
 def _kernel_for(rec: Any, out: Any) -> Kernel | None:
-    """A Kernel when the op's result is exactly the outputs it built from its own per-device runs, else None."""
+    """A Kernel when the op's effect is exactly its recorded in-place writes, or its result exactly the outputs it
+    built from its own per-device runs; else None (the op is then replayed by calling it)."""
+    from .compute import run_recorded, run_write
     from .tensor import Tensor
 
+    if rec.writes:
+        if rec.runs or rec.outputs or out is not None:
+            return None
+        return Kernel([functools.partial(run_write, fn, tensors) for fn, tensors in rec.writes])
     runs = {id(shards): (fn, tensors) for fn, tensors, shards in rec.runs}
     returned = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (list, tuple)) else None
     if not returned or len(rec.runs) != len(rec.outputs) or len(returned) != len(rec.outputs):
@@ -64,7 +68,7 @@ def _kernel_for(rec: Any, out: Any) -> Kernel | None:
         if id(shards) not in runs or not any(tensor is r for r in returned):
             return None
         fn, tensors = runs[id(shards)]
-        parts.append((fn, tensors, dtype, tensor))
+        parts.append(functools.partial(run_recorded, fn, tensors, dtype, tensor))
     return Kernel(parts)
 
 
@@ -101,21 +105,25 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
             trace = dev.capturing if dev is not None else None
             if trace is None:
                 return fn(*args, **kwargs)
-            if during_capture is DuringCapture.SKIP:
-                trace.steps.append(_Step(fn, args, kwargs, None))
-                return None
             if not kernel_replay:
+                if during_capture is DuringCapture.SKIP:
+                    trace.steps.append(_Step(fn, args, kwargs, None))
+                    return None
                 out = fn(*args, **kwargs)
                 trace.steps.append(_Step(fn, args, kwargs, out))
                 return out
             from .compute import Recording, _recording
 
+            # Under a recording the op checks its arguments now; in-place writes are recorded, not executed.
             _recording.append(Recording())
             try:
                 out = fn(*args, **kwargs)
             finally:
                 rec = _recording.pop()
-            trace.steps.append(_Step(fn, args, kwargs, out, _kernel_for(rec, out)))
+            kernel = _kernel_for(rec, out)
+            if during_capture is DuringCapture.SKIP and kernel is None:
+                raise TTError(fn.__name__, "an in-place op must record its writes with per_device_write")
+            trace.steps.append(_Step(fn, args, kwargs, out, kernel))
             return out
 
         return wrapper
