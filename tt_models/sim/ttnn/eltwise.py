@@ -29,7 +29,7 @@ def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_
         if plain and x.dtype == torch.bfloat16 and (not isinstance(y, torch.Tensor) or y.dtype == torch.bfloat16):
             return fn(x, y)  # torch computes bf16 element-wise ops in fp32 and rounds once, as the device does
         x = apply_activations(op, f32(x), a_acts)
-        if isinstance(y, torch.Tensor):
+        if isinstance(y, torch.Tensor) and b_acts:  # otherwise bf16 y promotes to fp32 inside fn, exactly
             y = apply_activations(op, f32(y), b_acts)
         return apply_activations(op, fn(x, y), activations)
 

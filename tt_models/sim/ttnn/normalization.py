@@ -10,7 +10,7 @@ from .compute import f32, f32_cached, output, per_device
 from .errors import TTError
 from .tensor import Tensor, require_device
 from .trace import device_op
-from .types import MemoryConfig
+from .types import DataType, MemoryConfig
 
 
 @device_op(kernel_replay=True)
@@ -32,7 +32,12 @@ def rms_norm(
         if t is not None and t.volume() != dim:
             raise TTError("rms_norm", f"{name} holds {t.volume()} values, input's last dim is {dim}")
 
+    # torch's fused kernel computes bf16 inputs in fp32 and rounds once: bit-identical to the fp32 path below.
+    native = input_tensor.dtype == DataType.BFLOAT16 and bias is None and residual_input_tensor is None
+
     def compute(x: torch.Tensor, w: Any, b: Any, r: Any) -> torch.Tensor:
+        if native and x.dtype == torch.bfloat16 and (w is None or w.dtype == torch.bfloat16):
+            return torch.nn.functional.rms_norm(x, (dim,), w.reshape(-1) if w is not None else None, epsilon)
         x = f32(x)
         if r is not None:
             x = x + f32(r)

@@ -267,24 +267,30 @@ def paged_scaled_dot_product_attention_decode(
     width = page_table_tensor.shape[1]
     g = nh // nkv
 
+    tiles_per_block = bs // TILE_SIZE
+    heads = torch.arange(nkv)[None, :, None]
+
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
                 cp: torch.Tensor) -> torch.Tensor:
         pos = cp.reshape(-1)
         top = int(pos.max())
         if top < 0:
             return torch.zeros(1, users, nh, hd)
-        nblk = top // bs + 1
-        if nblk > width:
-            raise TTError(op, f"position {top} needs block {nblk - 1}; the page table has {width} columns")
+        if top // bs >= width:
+            raise TTError(op, f"position {top} needs block {top // bs}; the page table has {width} columns")
         live = pos >= 0
-        rows = pt[:, :nblk] * live[:, None]  # an empty slot reads block 0 and its result is zeroed below
-        _check_blocks(op, rows, nb)
-        t = nblk * bs
+        # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
+        tiles = torch.arange(top // TILE_SIZE + 1)
+        blocks = pt[:, tiles // tiles_per_block] * live[:, None]  # an empty slot reads block 0; zeroed below
+        _check_blocks(op, blocks, nb)
+        # Rows of the [blocks * heads * tiles, 32 * hd] view: one gather lands each head's history contiguously.
+        idx = ((blocks[:, None, :] * nkv + heads) * tiles_per_block + tiles % tiles_per_block).reshape(-1)
+        t = tiles.numel() * TILE_SIZE
         # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
         # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
-        keys = gather_pages(kk, rows, dt)  # [B, nkv, T, hd]
-        vals = gather_pages(vv, rows, dt)
+        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd).to(dt)
+                      for c in (kk, vv))
         kpos = torch.arange(t)
         seen = pos.clamp(min=0)[:, None]  # an empty slot attends to position 0 of block 0; zeroed below
         allowed = kpos <= seen
