@@ -67,12 +67,24 @@ def run_write(fn: Callable[..., None], tensors: tuple) -> None:
         fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors))
 
 
-def run_recorded(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType, out: Tensor) -> None:
-    """Recompute one recorded output from its inputs' current buffers into the same tensor object."""
-    n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
-    out._shards = [store_as(fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)), dtype)
-                   for i in range(n)]
-    out._deallocated = False
+def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType,
+                    out: Tensor) -> Callable[[], None]:
+    """A replay closure recomputing one recorded output from its inputs' current buffers into the same tensor
+    object. Which arguments are tensors, and how many chips they span, is fixed at capture."""
+    slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
+    chips = max((tensors[i].num_shards for i in slots), default=1)
+    args = list(tensors)
+
+    def replay() -> None:
+        shards = []
+        for chip in range(chips):
+            for i in slots:
+                args[i] = tensors[i]._shards[chip]
+            shards.append(store_as(fn(*args), dtype))
+        out._shards = shards
+        out._deallocated = False
+
+    return replay
 
 
 def f32(x: torch.Tensor) -> torch.Tensor:

@@ -269,6 +269,14 @@ def paged_scaled_dot_product_attention_decode(
 
     tiles_per_block = bs // TILE_SIZE
     heads = torch.arange(nkv)[None, :, None]
+    spans: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def span(ntiles: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(logical block, tile within block) of each of the first ntiles tiles, and their key positions."""
+        if ntiles not in spans:
+            tiles = torch.arange(ntiles)
+            spans[ntiles] = (tiles // tiles_per_block, tiles % tiles_per_block, torch.arange(ntiles * TILE_SIZE))
+        return spans[ntiles]
 
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
                 cp: torch.Tensor) -> torch.Tensor:
@@ -280,18 +288,17 @@ def paged_scaled_dot_product_attention_decode(
             raise TTError(op, f"position {top} needs block {top // bs}; the page table has {width} columns")
         live = pos >= 0
         # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
-        tiles = torch.arange(top // TILE_SIZE + 1)
-        blocks = pt[:, tiles // tiles_per_block] * live[:, None]  # an empty slot reads block 0; zeroed below
+        block_of, tile_in_block, kpos = span(top // TILE_SIZE + 1)
+        blocks = pt[:, block_of] * live[:, None]  # an empty slot reads block 0; zeroed below
         _check_blocks(op, blocks, nb)
         # Rows of the [blocks * heads * tiles, 32 * hd] view: one gather lands each head's history contiguously.
-        idx = ((blocks[:, None, :] * nkv + heads) * tiles_per_block + tiles % tiles_per_block).reshape(-1)
-        t = tiles.numel() * TILE_SIZE
+        idx = ((blocks[:, None, :] * nkv + heads) * tiles_per_block + tile_in_block).reshape(-1)
+        t = kpos.numel()
         # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
         # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd).to(dt)
                       for c in (kk, vv))
-        kpos = torch.arange(t)
         seen = pos.clamp(min=0)[:, None]  # an empty slot attends to position 0 of block 0; zeroed below
         allowed = kpos <= seen
         if sliding_window_size is not None:

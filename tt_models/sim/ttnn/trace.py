@@ -52,7 +52,7 @@ class _Step:
 def _kernel_for(rec: Any, out: Any) -> Kernel | None:
     """A Kernel when the op's effect is exactly its recorded in-place writes, or its result exactly the outputs it
     built from its own per-device runs; else None (the op is then replayed by calling it)."""
-    from .compute import run_recorded, run_write
+    from .compute import recorded_output, run_write
     from .tensor import Tensor
 
     if rec.writes:
@@ -68,7 +68,7 @@ def _kernel_for(rec: Any, out: Any) -> Kernel | None:
         if id(shards) not in runs or not any(tensor is r for r in returned):
             return None
         fn, tensors = runs[id(shards)]
-        parts.append(functools.partial(run_recorded, fn, tensors, dtype, tensor))
+        parts.append(recorded_output(fn, tensors, dtype, tensor))
     return Kernel(parts)
 
 
