@@ -32,6 +32,18 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tenso
     b, nqh, s, d = q.shape
     nkv, t = k.shape[1], k.shape[2]
     g = nqh // nkv
+    if mask is None:
+        # torch's fused kernel: the same fp32 math without materializing [heads, s, t] scores.
+        kpos = torch.arange(t)
+        qp = q_pos.reshape(b, 1, s, 1)
+        allowed = kpos <= qp if causal else torch.ones(b, 1, s, t, dtype=torch.bool)
+        if window is not None:
+            allowed = allowed & (kpos > qp - window)
+        if k_valid_upto is not None:
+            allowed = allowed & (kpos <= k_valid_upto.reshape(b, 1, 1, 1))
+        out = torch.nn.functional.scaled_dot_product_attention(
+            f32(q), f32(k), f32(v), attn_mask=allowed, scale=scale, enable_gqa=g > 1)
+        return out.nan_to_num_(0.0)  # fully masked rows attend to nothing
     qf = f32(q).reshape(b, nkv, g * s, d)
     scores = torch.matmul(qf, f32(k).transpose(-1, -2)).reshape(b, nkv, g, s, t) * scale
     kpos = torch.arange(t)
