@@ -268,46 +268,50 @@ def paged_scaled_dot_product_attention_decode(
     g = nh // nkv
 
     tiles_per_block = bs // TILE_SIZE
-    heads = torch.arange(nkv)[None, :, None]
     spans: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
     def span(ntiles: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(logical block, tile within block) of each of the first ntiles tiles, and their key positions."""
+        """For the first ntiles tiles of a user's history: each tile's logical block, its row offset in the
+        [blocks * heads * tiles, 32 * hd] view of the cache (per kv head) relative to its block, and the key
+        positions they hold."""
         if ntiles not in spans:
             tiles = torch.arange(ntiles)
-            spans[ntiles] = (tiles // tiles_per_block, tiles % tiles_per_block, torch.arange(ntiles * TILE_SIZE))
+            offset = torch.arange(nkv)[:, None] * tiles_per_block + tiles % tiles_per_block
+            spans[ntiles] = (tiles // tiles_per_block, offset[None], torch.arange(ntiles * TILE_SIZE))
         return spans[ntiles]
 
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
                 cp: torch.Tensor) -> torch.Tensor:
         pos = cp.reshape(-1)
-        top = int(pos.max())
+        lo, top = (int(v) for v in torch.aminmax(pos))
         if top < 0:
             return torch.zeros(1, users, nh, hd)
         if top // bs >= width:
             raise TTError(op, f"position {top} needs block {top // bs}; the page table has {width} columns")
-        live = pos >= 0
         # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
-        block_of, tile_in_block, kpos = span(top // TILE_SIZE + 1)
-        blocks = pt[:, block_of] * live[:, None]  # an empty slot reads block 0; zeroed below
+        block_of, offset, kpos = span(top // TILE_SIZE + 1)
+        blocks = pt[:, block_of]
+        if lo < 0:
+            live = pos >= 0
+            blocks = blocks * live[:, None]  # an empty slot reads block 0; zeroed below
+            pos = pos.clamp(min=0)
         _check_blocks(op, blocks, nb)
-        # Rows of the [blocks * heads * tiles, 32 * hd] view: one gather lands each head's history contiguously.
-        idx = ((blocks[:, None, :] * nkv + heads) * tiles_per_block + tile_in_block).reshape(-1)
+        # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
+        idx = (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1)
         t = kpos.numel()
         # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
         # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd).to(dt)
                       for c in (kk, vv))
-        seen = pos.clamp(min=0)[:, None]  # an empty slot attends to position 0 of block 0; zeroed below
-        allowed = kpos <= seen
+        allowed = kpos <= pos[:, None]
         if sliding_window_size is not None:
-            allowed &= kpos > seen - sliding_window_size
+            allowed &= kpos > pos[:, None] - sliding_window_size
         # The g query heads sharing a kv head attend as g "rows" of one head: no kv repetition needed.
         res = torch.nn.functional.scaled_dot_product_attention(
             qq[0].to(dt).view(users, nkv, g, hd), keys, vals, attn_mask=allowed[:, None, None, :], scale=sc)
         res = res.view(1, users, nh, hd)
-        if not bool(live.all()):
+        if lo < 0:
             res = res * live[None, :, None, None]
         return res
 
