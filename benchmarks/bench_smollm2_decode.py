@@ -90,8 +90,10 @@ def main() -> None:
                 if hf is not None and i == 0:
                     ref.append(hf_decode_tps(hf, batch, args.prompt_len, args.steps))
             result[f"sim_{profile}_decode_tok_s_b{batch}"] = round(max(sim), 2)
+            result[f"sim_{profile}_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in sim]
             if ref:
                 result[f"hf_bf16_decode_tok_s_b{batch}"] = round(max(ref), 2)
+                result[f"hf_bf16_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in ref]
             if batch == 1:
                 for n in (128, 1024):
                     table = (torch.arange(2048 // BLOCK) + 1).to(torch.int32)[None]
