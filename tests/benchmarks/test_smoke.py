@@ -1,0 +1,35 @@
+"""Smoke runs of the benchmarks: each runs end to end on a tiny setting and prints one JSON object with its
+measurements. Numbers are not judged here (speed is never asserted in tests)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_bench(tmp_path: Path, script: str, *args: str) -> dict:
+    env = {**os.environ, "TT_BACKEND": "sim", "TT_VLLM_CACHE": str(tmp_path)}  # never the user's weight cache
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_sim_paged_decode_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_sim_paged_decode.py", "--users", "4", "--context", "256", "--iters", "1")
+    assert r["simulator_ms"] > 0 and r["plain_torch_ms"] > 0 and r["max_abs_diff"] < 1e-2
+
+
+def test_smollm2_decode_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16")
+    for key in ("sim_bf16_decode_tok_s_b1", "sim_bf16_decode_tok_s_b32", "hf_bf16_decode_tok_s_b32",
+                "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf"):
+        assert r[key] > 0, key
+
+
+def test_vllm_runner_host_time_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_vllm_plugin.py", "runner")
+    step = r["batch32_ctx2048"]
+    assert step["total"] >= step["sampler"] > 0 and step["runner_only"] >= 0
