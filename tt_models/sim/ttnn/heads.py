@@ -86,8 +86,7 @@ def nlp_create_qkv_heads_decode(
     hd = _head_dim(op, input_tensor.shape[-1], num_heads, nkv)
 
     def split(x: torch.Tensor, lo: int, n: int) -> torch.Tensor:
-        b = x.shape[2]
-        return x[0, 0, :, lo * hd : (lo + n) * hd].reshape(1, b, n, hd)
+        return x.narrow(-1, lo * hd, n * hd).reshape(1, x.shape[2], n, hd)
 
     parts = ((0, num_heads), (num_heads, nkv), (num_heads + nkv, nkv))
     return tuple(
@@ -122,5 +121,5 @@ def nlp_concat_heads_decode(
     if num_heads > nh:
         raise TTError(op, f"num_heads {num_heads} > {nh} heads in the input")
     return output(input_tensor,
-                  per_device(lambda x: x[0, :, :num_heads, :].reshape(1, 1, b, num_heads * hd), input_tensor),
+                  per_device(lambda x: x.narrow(2, 0, num_heads).reshape(1, 1, b, num_heads * hd), input_tensor),
                   memory_config=memory_config)

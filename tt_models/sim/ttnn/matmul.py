@@ -6,11 +6,15 @@ from typing import Any
 
 import torch
 
-from .compute import f32, f32_cached, output, per_device, unary
+from .compute import derived, f32, f32_cached, output, per_device, unary
 from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
 from .types import DataType, Layout, MemoryConfig
+
+
+def _as_2d(w: torch.Tensor) -> torch.Tensor:
+    return w.reshape(w.shape[-2:])
 
 
 def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: bool, transpose_b: bool,
@@ -36,10 +40,10 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
         native = x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32
         x, w = (x, w) if native else (f32(x), f32_cached(w))
         if w.dim() > 2 and w.shape[:-2].numel() == 1:
-            # A weight shared by every row: one [rows, k] x [k, n] GEMM, which torch runs faster than a batched one.
-            y = torch.mm(x.reshape(-1, x.shape[-1]), w.reshape(w.shape[-2:])).view(*x.shape[:-1], w.shape[-1])
-        else:
-            y = torch.matmul(x, w)
+            # A weight shared by every row: matmul folds the rows into one [rows, k] x [k, n] GEMM, which torch
+            # runs faster than a batched one.
+            w = derived(w, "2d", _as_2d)
+        y = torch.matmul(x, w)
         if bb is not None:
             y = y.float() + bb.float().reshape(-1)[: y.shape[-1]]
         return act(y.float()) if act is not None else y

@@ -302,14 +302,15 @@ def paged_scaled_dot_product_attention_decode(
         # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
         # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
-        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd).to(dt)
-                      for c in (kk, vv))
+        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd) for c in (kk, vv))
+        if keys.dtype != dt:
+            keys, vals = keys.to(dt), vals.to(dt)
         allowed = kpos <= pos[:, None]
         if sliding_window_size is not None:
             allowed &= kpos > pos[:, None] - sliding_window_size
         # The g query heads sharing a kv head attend as g "rows" of one head: no kv repetition needed.
         res = torch.nn.functional.scaled_dot_product_attention(
-            qq[0].to(dt).view(users, nkv, g, hd), keys, vals, attn_mask=allowed[:, None, None, :], scale=sc)
+            qq.reshape(users, nkv, g, hd).to(dt), keys, vals, attn_mask=allowed[:, None, None, :], scale=sc)
         res = res.view(1, users, nh, hd)
         if lo < 0:
             res = res * live[None, :, None, None]
