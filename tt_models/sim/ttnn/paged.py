@@ -140,6 +140,7 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
         raise TTError(op, "needs update_idxs or update_idxs_tensor")
     all_slots = torch.arange(batch_offset, batch_offset + users)
     dtype = cache_tensor.dtype
+    as_is = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32}.get(dtype)  # no rounding needed
 
     def write(*bufs: torch.Tensor) -> None:
         n = len(inputs)
@@ -163,7 +164,8 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
             _check_blocks(op, blocks, nb)
             where = (blocks, slice(None), p % bs, slice(None))
         for cache, x in zip(caches, xs, strict=True):
-            cache[where] = store_as(x[0, live, :nkv, :], dtype)
+            rows = x[0] if isinstance(live, slice) and x.shape[2] == nkv else x[0, live, :nkv, :]
+            cache[where] = rows if rows.dtype is as_is else store_as(rows, dtype)
 
     return write, idx
 
