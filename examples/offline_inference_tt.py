@@ -142,12 +142,17 @@ def main() -> None:
     if args.measure_perf and args.test_increasing_seq_lens:
         raise SystemExit("--measure_perf and --test_increasing_seq_lens cannot be combined")
     llm = build_llm(args)
-    if args.test_increasing_seq_lens:
-        test_increasing_seq_lens(llm, args)
-    elif args.measure_perf:
-        measure_perf(llm, args)
-    else:
-        run_prompts(llm, args)
+    try:
+        if args.test_increasing_seq_lens:
+            test_increasing_seq_lens(llm, args)
+        elif args.measure_perf:
+            measure_perf(llm, args)
+        else:
+            run_prompts(llm, args)
+    finally:
+        # Stop the engine-core process before interpreter exit; left to exit-time teardown, vLLM's process
+        # manager signals it first and its liveness monitor then reports an unexpected engine exit.
+        llm.llm_engine.engine_core.shutdown()
 
 
 if __name__ == "__main__":
