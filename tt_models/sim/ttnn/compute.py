@@ -74,16 +74,13 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
     slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
     chips = max((tensors[i].num_shards for i in slots), default=1)
     args = list(tensors)
-    # A bf16 or fp32 result already in its container needs no store (and no dispatch of a no-op conversion).
-    stored_as_is = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32}.get(dtype)
 
     def replay() -> None:
         shards = []
         for chip in range(chips):
             for i in slots:
                 args[i] = tensors[i]._shards[chip]
-            y = fn(*args)
-            shards.append(y if y.dtype is stored_as_is else store_as(y, dtype))
+            shards.append(store_as(fn(*args), dtype))
         out._shards = shards
         out._deallocated = False
 

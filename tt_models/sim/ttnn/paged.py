@@ -45,14 +45,13 @@ def _require_positions(op: str, name: str, pos: Tensor, users: int) -> None:
         raise TTError(op, f"{name} holds {pos.volume()} positions for {users} users")
 
 
-def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd] in `dtype`."""
+def gather_pages(cache: torch.Tensor, page_rows: torch.Tensor) -> torch.Tensor:
+    """[num_blocks, nkv, bs, hd] gathered by [b, n] block ids -> contiguous [b, nkv, n * bs, hd]."""
     b, n = page_rows.shape
     nblocks, nkv, bs, hd = cache.shape
     # One gather of (block, head) pages from the [blocks * heads, page] view lands each head's history contiguous.
     pages = page_rows.long()[:, None, :] * nkv + torch.arange(nkv)[None, :, None]
-    out = cache.reshape(nblocks * nkv, bs * hd).index_select(0, pages.reshape(-1)).view(b, nkv, n * bs, hd)
-    return out if dtype is None else out.to(dtype)
+    return cache.reshape(nblocks * nkv, bs * hd).index_select(0, pages.reshape(-1)).view(b, nkv, n * bs, hd)
 
 
 def _check_blocks(op: str, blocks: torch.Tensor, num_blocks: int) -> None:
@@ -140,7 +139,6 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
         raise TTError(op, "needs update_idxs or update_idxs_tensor")
     all_slots = torch.arange(batch_offset, batch_offset + users)
     dtype = cache_tensor.dtype
-    as_is = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32}.get(dtype)  # no rounding needed
 
     def write(*bufs: torch.Tensor) -> None:
         n = len(inputs)
@@ -165,7 +163,7 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
             where = (blocks, slice(None), p % bs, slice(None))
         for cache, x in zip(caches, xs, strict=True):
             rows = x[0] if isinstance(live, slice) and x.shape[2] == nkv else x[0, live, :nkv, :]
-            cache[where] = rows if rows.dtype is as_is else store_as(rows, dtype)
+            cache[where] = store_as(rows, dtype)
 
     return write, idx
 

@@ -36,6 +36,8 @@ _CONTAINER = {
     DataType.UINT16: torch.int32,
     DataType.UINT8: torch.int32,
 }
+# dtypes whose container holds every value of that torch dtype exactly
+_STORED_AS_IS = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32}
 _FROM_TORCH = {
     torch.bfloat16: DataType.BFLOAT16,
     torch.float32: DataType.FLOAT32,
@@ -52,6 +54,8 @@ _INT_RANGE = {
 
 def store_as(data: torch.Tensor, dtype: DataType) -> torch.Tensor:
     """Round `data` into `dtype` and return it in that dtype's container."""
+    if data.dtype is _STORED_AS_IS.get(dtype):  # hot path: nothing to round, not even a no-op conversion
+        return data
     if dtype in BLOCK_FLOAT_TYPES:
         return quantize_block_float(data, dtype).to(torch.bfloat16)
     if dtype in _INT_RANGE:
