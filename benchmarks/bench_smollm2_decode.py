@@ -23,8 +23,10 @@ from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from generator_vllm import TTLlamaForCausalLM  # noqa: E402
 from tt_models.backend import ttnn  # noqa: E402
 from tt_models.checkpoint import default_model_dir  # noqa: E402
+from tt_models.sim.ttnn.compute import bf16_gemm_is_native  # noqa: E402
 
 BLOCK = 64
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
 def sim_decode_tps(tt, kv, batch: int, prompt_len: int, steps: int) -> float:
@@ -47,7 +49,7 @@ def sim_decode_tps(tt, kv, batch: int, prompt_len: int, steps: int) -> float:
     return batch * steps / (time.perf_counter() - t0)
 
 
-def hf_decode_tps(model, batch: int, prompt_len: int, steps: int) -> float:
+def hf_decode_tps(model: torch.nn.Module, batch: int, prompt_len: int, steps: int) -> float:
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 40000, (batch, prompt_len), generator=g)
     kw = dict(do_sample=False, pad_token_id=0)
@@ -69,14 +71,19 @@ def main() -> None:
                     help="comma-separated optimization profiles; the first is compared with HF bf16")
     ap.add_argument("--repeats", type=int, default=3,
                     help="decode measurements per configuration; the best is reported, for both sides alike")
+    ap.add_argument("--hf-dtypes", default="bf16,fp32",
+                    help="HF dtypes measured; bf16 is the target's like-for-like reference, float32 shows how "
+                         "fast plain PyTorch is on this CPU when bf16 GEMMs lack hardware support")
     ap.add_argument("--skip-hf", action="store_true")
     args = ap.parse_args()
     profiles = args.profiles.split(",")
     path = default_model_dir()
     cfg = AutoConfig.from_pretrained(path)
     result: dict = {"benchmark": "smollm2_decode", "profiles": profiles, "steps": args.steps,
-                    "prompt_len": args.prompt_len, "repeats": args.repeats, "torch_threads": torch.get_num_threads()}
-    hf = None if args.skip_hf else AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+                    "prompt_len": args.prompt_len, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
+                    "cpu_bf16_gemm": "native" if bf16_gemm_is_native() else "fp32 (no bf16 GEMM hardware)"}
+    hf_dtypes = [] if args.skip_hf else args.hf_dtypes.split(",")
+    hf = {d: AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[d]).eval() for d in hf_dtypes}
     dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)
     for i, profile in enumerate(profiles):
         for batch in (1, 32):
@@ -84,16 +91,17 @@ def main() -> None:
             a = tt.model.args
             kv = tt.allocate_kv_cache((batch * (2048 // BLOCK) + 1, a.n_kv_heads, BLOCK, a.head_dim),
                                       torch.bfloat16, a.n_layers)
-            sim, ref = [], []
+            sim: list[float] = []
+            ref: dict[str, list[float]] = {d: [] for d in hf if i == 0}
             for _ in range(args.repeats):  # interleaved, so both sides see the same machine conditions
                 sim.append(sim_decode_tps(tt, kv, batch, args.prompt_len, args.steps))
-                if hf is not None and i == 0:
-                    ref.append(hf_decode_tps(hf, batch, args.prompt_len, args.steps))
+                for d in ref:
+                    ref[d].append(hf_decode_tps(hf[d], batch, args.prompt_len, args.steps))
             result[f"sim_{profile}_decode_tok_s_b{batch}"] = round(max(sim), 2)
             result[f"sim_{profile}_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in sim]
-            if ref:
-                result[f"hf_bf16_decode_tok_s_b{batch}"] = round(max(ref), 2)
-                result[f"hf_bf16_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in ref]
+            for d, xs in ref.items():
+                result[f"hf_{d}_decode_tok_s_b{batch}"] = round(max(xs), 2)
+                result[f"hf_{d}_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in xs]
             if batch == 1:
                 for n in (128, 1024):
                     table = (torch.arange(2048 // BLOCK) + 1).to(torch.int32)[None]
@@ -104,9 +112,11 @@ def main() -> None:
                     result[f"sim_{profile}_prefill_s_{n}"] = round(time.perf_counter() - t0, 4)
             tt.release()
     ttnn.close_mesh_device(dev)
-    if hf is not None:
-        sim = result[f"sim_{profiles[0]}_decode_tok_s_b32"]
-        result["ratio_b32_sim_over_hf"] = round(sim / result["hf_bf16_decode_tok_s_b32"], 3)
+    sim = result[f"sim_{profiles[0]}_decode_tok_s_b32"]
+    for d in hf:
+        key = "ratio_b32_sim_over_hf" if d == "bf16" else f"ratio_b32_sim_over_hf_{d}"
+        result[key] = round(sim / result[f"hf_{d}_decode_tok_s_b32"], 3)
+    if "bf16" in hf:
         result["ratio_b32_profile"] = profiles[0]
         result["target_ratio_b32"] = 1.0
     print(json.dumps(result))

@@ -25,7 +25,8 @@ def test_sim_paged_decode_smoke(tmp_path):
 def test_smollm2_decode_smoke(tmp_path):
     r = run_bench(tmp_path, "bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16")
     for key in ("sim_bf16_decode_tok_s_b1", "sim_bf16_decode_tok_s_b32", "hf_bf16_decode_tok_s_b32",
-                "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf"):
+                "hf_fp32_decode_tok_s_b32", "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf",
+                "ratio_b32_sim_over_hf_fp32"):
         assert r[key] > 0, key
 
 

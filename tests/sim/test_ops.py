@@ -29,6 +29,28 @@ def test_linear_matches_torch(device, m, k, n):
     close(host(out), x @ w + b)
 
 
+@pytest.mark.parametrize("gemm", ["native", "fp32"])
+@pytest.mark.parametrize("m", [1, 2, 3, 32])
+def test_bf16_gemm_formulations_agree(device, monkeypatch, gemm, m):
+    """bf16 GEMMs run as torch bf16 GEMMs or as fp32 GEMMs on the same values depending on the CPU and row count
+    (compute.bf16_gemm_is_native); every formulation must round the fp32-accumulated product once, as the device
+    does, and reuse no weight form across a write to the weight."""
+    from tt_models.sim.ttnn import compute
+
+    monkeypatch.setenv("TT_SIM_BF16_GEMM", gemm)
+    compute._cpu_has_bf16_gemm.cache_clear()
+    try:
+        x, w = bf16(torch.randn(1, 1, m, 576)), bf16(torch.randn(1, 1, 576, 320))
+        wt = dev_tensor(w, device)
+        ref = x @ w
+        close(host(ttnn.linear(dev_tensor(x, device), wt)), ref)
+        w2 = bf16(torch.randn(1, 1, 576, 320))
+        ttnn.copy_host_to_device_tensor(ttnn.from_torch(w2, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT), wt)
+        close(host(ttnn.linear(dev_tensor(x, device), wt)), x @ w2)
+    finally:
+        compute._cpu_has_bf16_gemm.cache_clear()
+
+
 def test_matmul_transpose_activation_and_dtype(device):
     a, b = bf16(torch.randn(1, 2, 40, 64)), bf16(torch.randn(1, 2, 96, 64))
     out = ttnn.matmul(dev_tensor(a, device), dev_tensor(b, device), transpose_b=True, activation="silu",

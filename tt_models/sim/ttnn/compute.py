@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -104,6 +106,31 @@ def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> An
     ref = weakref.ref(x, lambda _: _DERIVED.pop(key, None))
     _DERIVED[key] = (ref, x._version, value)
     return value
+
+
+@functools.cache
+def _cpu_has_bf16_gemm() -> bool:
+    forced = os.environ.get("TT_SIM_BF16_GEMM", "").strip().lower()
+    if forced in ("native", "fp32"):
+        return forced == "native"
+    if forced:
+        raise TTError("simulator", f"TT_SIM_BF16_GEMM={forced!r}; use 'native' or 'fp32'")
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+# Up to this many rows a GEMM is a weight stream (memory bound): bf16 halves the bytes read whatever the hardware.
+BF16_STREAM_ROWS = 2
+
+
+def bf16_gemm_is_native(rows: int | None = None) -> bool:
+    """Whether a bf16 x bf16 GEMM with `rows` rows should run as a torch bf16 GEMM. Without bf16 hardware
+    (AVX512-BF16 / AMX) torch's bf16 GEMM is several times slower than an fp32 GEMM of the same values, which gives
+    the same result (exact products, fp32 accumulation, one rounding); a row or two stays bf16. TT_SIM_BF16_GEMM=
+    native|fp32 overrides the hardware probe."""
+    return _cpu_has_bf16_gemm() or (rows is not None and rows <= BF16_STREAM_ROWS)
 
 
 def f32_cached(x: torch.Tensor) -> torch.Tensor:

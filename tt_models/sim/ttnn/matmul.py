@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .compute import derived, f32, f32_cached, output, per_device, unary
+from .compute import BF16_STREAM_ROWS, bf16_gemm_is_native, derived, f32, f32_cached, output, per_device, unary
 from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
@@ -15,6 +15,12 @@ from .types import DataType, Layout, MemoryConfig
 
 def _as_2d(w: torch.Tensor) -> torch.Tensor:
     return w.reshape(w.shape[-2:])
+
+
+def _as_2d_nk(w: torch.Tensor) -> torch.Tensor:
+    """The [k, n] matrix as a view of an [n, k] row-major copy (a copy only when w is not already held so)."""
+    w2 = _as_2d(w)
+    return w2 if w2.stride(-2) == 1 else w2.t().contiguous().t()
 
 
 def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: bool, transpose_b: bool,
@@ -35,14 +41,17 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
             x = x.transpose(-1, -2)
         if transpose_b:
             w = w.transpose(-1, -2)
-        # bf16 x bf16 runs natively (fp32 accumulation, one rounding), as the matrix engine does; anything else,
-        # or an fp32 result, is computed in fp32.
-        native = x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32
-        x, w = (x, w) if native else (f32(x), f32_cached(w))
+        # The matrix engine multiplies bf16 operands exactly, accumulates in fp32 and rounds once. torch's bf16 GEMM
+        # does the same; where the CPU lacks bf16 hardware an fp32 GEMM on the same values is faster and equal.
+        rows = x.numel() // x.shape[-1]
+        native = x.dtype == w.dtype == torch.bfloat16 and out_dtype != DataType.FLOAT32 and bf16_gemm_is_native(rows)
+        if not native:
+            x, w = f32(x), f32_cached(w)
         if w.dim() > 2 and w.shape[:-2].numel() == 1:
-            # A weight shared by every row: matmul folds the rows into one [rows, k] x [k, n] GEMM, which torch
-            # runs faster than a batched one.
-            w = derived(w, "2d", _as_2d)
+            # A weight shared by every row: one [rows, k] x [k, n] GEMM, which torch runs faster than a batched one.
+            # A bf16 weight stream (a row or two) reads the weight held [n, k]: torch's bf16 GEMV is slow on [k, n].
+            stream = native and rows <= BF16_STREAM_ROWS
+            w = derived(w, "2d_nk", _as_2d_nk) if stream else derived(w, "2d", _as_2d)
         y = torch.matmul(x, w)
         if bb is not None:
             y = y.float() + bb.float().reshape(-1)[: y.shape[-1]]
