@@ -103,7 +103,8 @@ def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> An
     if hit is not None and hit[0]() is x and hit[1] == x._version:
         return hit[2]
     value = fn(x)
-    ref = weakref.ref(x, lambda _: _DERIVED.pop(key, None))
+    # The callback holds the dict itself: at interpreter exit module globals are cleared before the last tensors die.
+    ref = weakref.ref(x, lambda _, cache=_DERIVED: cache.pop(key, None))
     _DERIVED[key] = (ref, x._version, value)
     return value
 
