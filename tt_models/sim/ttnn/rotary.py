@@ -70,8 +70,8 @@ def rotary_embedding_llama(
             rotated = tiles @ f32_cached(t).reshape(-1, TILE_SIZE, TILE_SIZE)[0]
         else:  # the same product, exactly: each output column is one input column times +-1
             rotated = tiles.index_select(-1, perm[0]).mul_(perm[1])
-        # bf16 cos/sin promote to fp32 inside the products: exact, without separate conversions.
-        return torch.addcmul(x * cos, rotated.reshape(x.shape), sin)
+        # cos/sin are shared by q and k of every layer: converted once per buffer version, not per product.
+        return torch.addcmul(x * f32_cached(cos), rotated.reshape(x.shape), f32_cached(sin))
 
     return output(input_tensor, per_device(compute, input_tensor, cos_cache, sin_cache, trans_mat),
                   memory_config=memory_config)
