@@ -122,7 +122,12 @@ def test_paged_sdpa_decode_matches_contiguous(device, nh, nkv, window):
     out = ttnn.transformer.paged_scaled_dot_product_attention_decode(
         dev_tensor(q, device), dev_tensor(k, device), dev_tensor(v, device), cur_pos_tensor=pos_tensor(pos, device),
         page_table_tensor=pt_tensor(pt, device), scale=hd**-0.5, sliding_window_size=window)
-    got = host(out)
+    check_decode(host(out), q, k, v, pt, pos, window)
+
+
+def check_decode(got: torch.Tensor, q, k, v, pt, pos, window=None) -> None:
+    users, nh, hd = q.shape[1], q.shape[2], q.shape[3]
+    nkv = k.shape[1]
     for b in range(users):
         if pos[b] < 0:
             assert torch.count_nonzero(got[0, b]) == 0
@@ -133,6 +138,43 @@ def test_paged_sdpa_decode_matches_contiguous(device, nh, nkv, window):
         probs = torch.softmax(q[0, b][:, None] @ kb.transpose(-1, -2) * hd**-0.5, -1)
         ref = (probs @ vb)[:, 0]
         assert (got[0, b] - ref).abs().max() <= 2**-7 * ref.abs().max()
+
+
+def test_decode_plans_follow_writes_to_table_and_positions(device):
+    """Decode attention and cache updates plan their indices once per version of the page table and positions
+    (every layer shares them); writing either buffer in place, as a trace's input refresh does, must re-plan and
+    re-check."""
+    users, nh, nkv, bs, hd, num_blocks, width = 4, 4, 2, 32, 64, 40, 4
+    k, v = bf16(torch.randn(num_blocks, nkv, bs, hd)), bf16(torch.randn(num_blocks, nkv, bs, hd))
+    kd, vd = dev_tensor(k, device), dev_tensor(v, device)
+    q = bf16(torch.randn(1, users, nh, hd))
+    qd = dev_tensor(q, device)
+    pt, pos = random_page_table(users, width, num_blocks), torch.tensor([5, -1, 70, 127])
+    pt_d, pos_d = pt_tensor(pt, device), pos_tensor(pos, device)
+
+    def attend():
+        return host(ttnn.transformer.paged_scaled_dot_product_attention_decode(
+            qd, kd, vd, cur_pos_tensor=pos_d, page_table_tensor=pt_d, scale=hd**-0.5))
+
+    for _ in range(2):  # the second call reuses the plan
+        check_decode(attend(), q, k, v, pt, pos)
+    pt2, pos2 = random_page_table(users, width, num_blocks), torch.tensor([-1, 33, 0, 64])
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(pt2, ttnn.int32), pt_d)
+    check_decode(attend(), q, k, v, pt2, pos)
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(pos2.to(torch.int32), ttnn.int32), pos_d)
+    check_decode(attend(), q, k, v, pt2, pos2)
+
+    new = bf16(torch.randn(1, users, nkv, hd))
+    ttnn.experimental.paged_update_cache(kd, dev_tensor(new, device), update_idxs_tensor=pos_d, page_table=pt_d)
+    assert torch.equal(host(kd)[pt2[1, 33 // bs], :, 33 % bs], new[0, 1])
+    bad = pt2.clone()
+    bad[3, 2] = num_blocks  # user 3 at position 64 needs logical block 2
+    ttnn.copy_host_to_device_tensor(ttnn.from_torch(bad, ttnn.int32), pt_d)
+    with pytest.raises(ttnn.TTError, match="page table points at block"):
+        ttnn.experimental.paged_update_cache(kd, dev_tensor(new, device), update_idxs_tensor=pos_d,
+                                             page_table=pt_d)
+    with pytest.raises(ttnn.TTError, match="page table points at block"):
+        attend()
 
 
 def test_chunked_sdpa_matches_full_causal(device):

@@ -109,6 +109,23 @@ def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> An
     return value
 
 
+_DERIVED_FROM: dict[tuple, tuple[tuple, Any]] = {}
+
+
+def derived_from(name: str, sources: tuple[torch.Tensor | None, ...], fn: Callable[[], Any]) -> Any:
+    """fn(), computed once per version of all the buffers in sources (None entries are ignored) and reused while
+    they live unwritten. name must capture every other input of fn."""
+    live = tuple(t for t in sources if t is not None)
+    key = (name, *map(id, live))
+    hit = _DERIVED_FROM.get(key)
+    if hit is not None and all(r() is t and v == t._version for (r, v), t in zip(hit[0], live, strict=True)):
+        return hit[1]
+    value = fn()
+    refs = tuple((weakref.ref(t, lambda _, cache=_DERIVED_FROM: cache.pop(key, None)), t._version) for t in live)
+    _DERIVED_FROM[key] = (refs, value)
+    return value
+
+
 @functools.cache
 def _cpu_has_bf16_gemm() -> bool:
     forced = os.environ.get("TT_SIM_BF16_GEMM", "").strip().lower()

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .compute import output, per_device, per_device_write
+from .compute import derived_from, output, per_device, per_device_write
 from .errors import TTError, refuse_options
 from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
 from .trace import DuringCapture, device_op
@@ -140,12 +140,12 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
     all_slots = torch.arange(batch_offset, batch_offset + users)
     dtype = cache_tensor.dtype
 
-    def write(*bufs: torch.Tensor) -> None:
-        n = len(inputs)
-        caches, xs, positions, pt = bufs[:n], bufs[n : 2 * n], bufs[2 * n].reshape(-1), bufs[2 * n + 1]
+    def where_to(positions: torch.Tensor, pt: torch.Tensor | None) -> tuple | None:
+        """Cache coordinates of each live user's new row (None: no live user), checked against the cache."""
+        positions = positions.reshape(-1)
         lo, hi = (int(v) for v in torch.aminmax(positions))
         if hi < 0:
-            return
+            return None
         if lo >= 0:  # every slot live: no index compaction needed
             live, p, slots = slice(None), positions.long(), all_slots
         else:
@@ -154,13 +154,22 @@ def _update_plan(op: str, cache_tensor: Tensor, inputs: list[Tensor], update_idx
         if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
             if hi >= bs:
                 raise TTError(op, f"position {hi} beyond the cache length {bs}")
-            where = (slots, slice(None), p, slice(None))
-        else:
-            if hi // bs >= pt.shape[1]:
-                raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
-            blocks = pt[slots, p // bs].long()
-            _check_blocks(op, blocks, nb)
-            where = (blocks, slice(None), p % bs, slice(None))
+            return live, (slots, slice(None), p, slice(None))
+        if hi // bs >= pt.shape[1]:
+            raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
+        blocks = pt[slots, p // bs].long()
+        _check_blocks(op, blocks, nb)
+        return live, (blocks, slice(None), p % bs, slice(None))
+
+    def write(*bufs: torch.Tensor) -> None:
+        n = len(inputs)
+        caches, xs, positions, pt = bufs[:n], bufs[n : 2 * n], bufs[2 * n], bufs[2 * n + 1]
+        # Every layer writes at the same positions through the same table: planned once per version of the two.
+        plan = derived_from(f"update:{nb},{bs},{batch_offset},{users}", (positions, pt),
+                            lambda: where_to(positions, pt))
+        if plan is None:
+            return
+        live, where = plan
         for cache, x in zip(caches, xs, strict=True):
             rows = x[0] if isinstance(live, slice) and x.shape[2] == nkv else x[0, live, :nkv, :]
             cache[where] = store_as(rows, dtype)
@@ -280,17 +289,18 @@ def paged_scaled_dot_product_attention_decode(
             spans[ntiles] = (tiles // tiles_per_block, offset[None], torch.arange(ntiles * TILE_SIZE))
         return spans[ntiles]
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
-                cp: torch.Tensor) -> torch.Tensor:
+    def plan(pt: torch.Tensor, cp: torch.Tensor) -> tuple | None:
+        """Gather index of every user's K/V tiles, the attention mask and the live users (None: no live user)."""
         pos = cp.reshape(-1)
         lo, top = (int(v) for v in torch.aminmax(pos))
         if top < 0:
-            return torch.zeros(1, users, nh, hd)
+            return None
         if top // bs >= width:
             raise TTError(op, f"position {top} needs block {top // bs}; the page table has {width} columns")
         # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
         block_of, offset, kpos = span(top // TILE_SIZE + 1)
         blocks = pt[:, block_of]
+        live = None
         if lo < 0:
             live = pos >= 0
             blocks = blocks * live[:, None]  # an empty slot reads block 0; zeroed below
@@ -298,21 +308,29 @@ def paged_scaled_dot_product_attention_decode(
         _check_blocks(op, blocks, nb)
         # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
         idx = (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1)
-        t = kpos.numel()
+        allowed = kpos <= pos[:, None]
+        if sliding_window_size is not None:
+            allowed &= kpos > pos[:, None] - sliding_window_size
+        return idx, kpos.numel(), allowed[:, None, None, :], live
+
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
+                cp: torch.Tensor) -> torch.Tensor:
+        # Every layer reads through the same table at the same positions: planned once per version of the two.
+        p = derived_from(f"sdpa_decode:{nb},{nkv},{bs},{users},{sliding_window_size}", (pt, cp), lambda: plan(pt, cp))
+        if p is None:
+            return torch.zeros(1, users, nh, hd)
+        idx, t, allowed, live = p
         # fp32 anywhere -> fp32 math; otherwise bf16 operands with fp32 scores and softmax, probabilities rounded
         # to bf16 for the PV product, as the device's kernel keeps them in bf16 circular buffers.
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd) for c in (kk, vv))
         if keys.dtype != dt:
             keys, vals = keys.to(dt), vals.to(dt)
-        allowed = kpos <= pos[:, None]
-        if sliding_window_size is not None:
-            allowed &= kpos > pos[:, None] - sliding_window_size
         # The g query heads sharing a kv head attend as g "rows" of one head: no kv repetition needed.
         res = torch.nn.functional.scaled_dot_product_attention(
-            qq.reshape(users, nkv, g, hd).to(dt), keys, vals, attn_mask=allowed[:, None, None, :], scale=sc)
+            qq.reshape(users, nkv, g, hd).to(dt), keys, vals, attn_mask=allowed, scale=sc)
         res = res.view(1, users, nh, hd)
-        if lo < 0:
+        if live is not None:
             res = res * live[None, :, None, None]
         return res
 
