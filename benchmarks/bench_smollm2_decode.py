@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3,
                     help="decode measurements per configuration; the best is reported, for both sides alike")
     ap.add_argument("--hf-dtypes", default="bf16,fp32",
-                    help="HF dtypes measured; bf16 is the target's like-for-like reference, float32 shows how "
+                    help="HF dtypes measured; bf16 is the target's like-for-like reference, fp32 shows how "
                          "fast plain PyTorch is on this CPU when bf16 GEMMs lack hardware support")
     ap.add_argument("--skip-hf", action="store_true")
     args = ap.parse_args()

@@ -93,23 +93,7 @@ def f32(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.float32 else x.float()
 
 
-_DERIVED: dict[tuple[int, str], tuple[Any, int, Any]] = {}
-
-
-def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> Any:
-    """fn(x), computed once per version of the buffer x and reused while x lives and is not written."""
-    key = (id(x), name)
-    hit = _DERIVED.get(key)
-    if hit is not None and hit[0]() is x and hit[1] == x._version:
-        return hit[2]
-    value = fn(x)
-    # The callback holds the dict itself: at interpreter exit module globals are cleared before the last tensors die.
-    ref = weakref.ref(x, lambda _, cache=_DERIVED: cache.pop(key, None))
-    _DERIVED[key] = (ref, x._version, value)
-    return value
-
-
-_DERIVED_FROM: dict[tuple, tuple[tuple, Any]] = {}
+_DERIVED: dict[tuple, tuple[tuple, Any]] = {}
 
 
 def derived_from(name: str, sources: tuple[torch.Tensor | None, ...], fn: Callable[[], Any]) -> Any:
@@ -117,13 +101,19 @@ def derived_from(name: str, sources: tuple[torch.Tensor | None, ...], fn: Callab
     they live unwritten. name must capture every other input of fn."""
     live = tuple(t for t in sources if t is not None)
     key = (name, *map(id, live))
-    hit = _DERIVED_FROM.get(key)
+    hit = _DERIVED.get(key)
     if hit is not None and all(r() is t and v == t._version for (r, v), t in zip(hit[0], live, strict=True)):
         return hit[1]
     value = fn()
-    refs = tuple((weakref.ref(t, lambda _, cache=_DERIVED_FROM: cache.pop(key, None)), t._version) for t in live)
-    _DERIVED_FROM[key] = (refs, value)
+    # The callback holds the dict itself: at interpreter exit module globals are cleared before the last tensors die.
+    refs = tuple((weakref.ref(t, lambda _, cache=_DERIVED: cache.pop(key, None)), t._version) for t in live)
+    _DERIVED[key] = (refs, value)
     return value
+
+
+def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """fn(x), computed once per version of the buffer x and reused while x lives and is not written."""
+    return derived_from(name, (x,), lambda: fn(x))
 
 
 @functools.cache
@@ -152,8 +142,8 @@ def bf16_gemm_is_native(rows: int | None = None) -> bool:
 
 
 def f32_cached(x: torch.Tensor) -> torch.Tensor:
-    """fp32 copy of a rarely written buffer (a weight): the device reads bf16 weights at full speed, while torch
-    would convert them on every call."""
+    """fp32 copy of a buffer read many times between writes (a weight, a step's cos/sin): the device reads bf16 at
+    full speed, while torch would convert it on every call."""
     return x if x.dtype == torch.float32 else derived(x, "f32", torch.Tensor.float)
 
 
