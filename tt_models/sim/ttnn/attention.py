@@ -10,10 +10,11 @@ import torch
 
 from .compute import f32, output, per_device
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .paged import gather_pages, require_page_table
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
-from .types import TILE_SIZE, DataType, Layout, MemoryConfig
+from .types import TILE_SIZE, DataType, Layout
 
 
 def _sdpa_out_dtype(q: Tensor) -> DataType:

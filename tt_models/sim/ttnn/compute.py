@@ -11,8 +11,9 @@ from typing import Any
 import torch
 
 from .errors import TTError
+from .memory import MemoryConfig
 from .tensor import Tensor, store_as
-from .types import DataType, Layout, MemoryConfig, UnaryOpType, UnaryWithParam
+from .types import DataType, Layout, UnaryOpType, UnaryWithParam
 
 
 class Recording:

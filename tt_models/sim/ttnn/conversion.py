@@ -11,9 +11,10 @@ import torch
 
 from .device import MeshDevice
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
-from .types import DataType, Layout, MemoryConfig
+from .types import DataType, Layout
 
 # What ttnn.to_torch hands back for each TT dtype.
 _TO_TORCH = {

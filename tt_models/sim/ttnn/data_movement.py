@@ -8,9 +8,9 @@ from typing import Any
 import torch
 
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device
 from .trace import device_op
-from .types import MemoryConfig
 
 
 def _like(t: Tensor, shards: list[torch.Tensor], memory_config: MemoryConfig | None = None) -> Tensor:
@@ -145,7 +145,7 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: Any = N
 @device_op()
 def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
                            output_dtype: Any = None) -> Tensor:
-    from .types import DRAM_MEMORY_CONFIG
+    from .memory import DRAM_MEMORY_CONFIG
 
     require_device("sharded_to_interleaved", input_tensor)
     return _like(input_tensor, list(input_tensor._shards), memory_config or DRAM_MEMORY_CONFIG)

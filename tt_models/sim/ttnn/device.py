@@ -73,12 +73,12 @@ class MeshDevice:
         return Arch.WORMHOLE_B0
 
     def compute_with_storage_grid_size(self) -> Any:
-        from .types import CoreCoord
+        from .cores import CoreCoord
 
         return CoreCoord(8, 8)
 
     def dram_grid_size(self) -> Any:
-        from .types import CoreCoord
+        from .cores import CoreCoord
 
         return CoreCoord(12, 1)
 

@@ -8,9 +8,10 @@ import torch
 
 from .compute import apply_activations, f32, output, per_device
 from .errors import TTError
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device
 from .trace import device_op
-from .types import DataType, MemoryConfig
+from .types import DataType
 
 
 def _binary(op: str, fn: Any, a: Tensor, b: Any, dtype: DataType | None, memory_config: MemoryConfig | None,

@@ -8,9 +8,10 @@ import torch
 
 from .compute import output, per_device
 from .errors import TTError
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_dtype, require_layout
 from .trace import device_op
-from .types import DataType, Layout, MemoryConfig
+from .types import DataType, Layout
 
 
 @device_op(kernel_replay=True)

@@ -8,9 +8,10 @@ import torch
 
 from .compute import output, per_device
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_dtype, require_layout
 from .trace import device_op
-from .types import TILE_SIZE, DataType, Layout, MemoryConfig
+from .types import TILE_SIZE, DataType, Layout
 
 
 def _head_dim(op: str, width: int, num_heads: int, num_kv_heads: int) -> int:

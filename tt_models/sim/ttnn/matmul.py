@@ -8,9 +8,10 @@ import torch
 
 from .compute import BF16_STREAM_ROWS, bf16_gemm_is_native, derived, f32, f32_cached, output, per_device, unary
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
-from .types import DataType, Layout, MemoryConfig
+from .types import DataType, Layout
 
 
 def _as_2d(w: torch.Tensor) -> torch.Tensor:

@@ -8,9 +8,10 @@ import torch
 
 from .compute import f32, f32_cached, output, per_device
 from .errors import TTError
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device
 from .trace import device_op
-from .types import DataType, MemoryConfig
+from .types import DataType
 
 
 @device_op(kernel_replay=True)

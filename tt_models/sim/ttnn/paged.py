@@ -15,9 +15,10 @@ import torch
 
 from .compute import derived_from, output, per_device, per_device_write
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_dtype, require_layout, store_as
 from .trace import DuringCapture, device_op
-from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, MemoryConfig
+from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout
 
 
 def require_page_table(op: str, page_table: Tensor) -> None:

@@ -8,9 +8,10 @@ import torch
 
 from .compute import f32, output, per_device
 from .errors import TTError, refuse_options
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_dtype
 from .trace import DuringCapture, device_op
-from .types import DataType, Layout, MemoryConfig
+from .types import DataType, Layout
 
 
 @device_op(kernel_replay=True)

@@ -12,9 +12,10 @@ import torch
 
 from .compute import derived, f32, f32_cached, output, per_device
 from .errors import TTError
+from .memory import MemoryConfig
 from .tensor import Tensor, require_device, require_layout
 from .trace import device_op
-from .types import TILE_SIZE, Layout, MemoryConfig
+from .types import TILE_SIZE, Layout
 
 
 def _signed_permutation(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:

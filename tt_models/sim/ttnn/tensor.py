@@ -15,16 +15,8 @@ import torch
 from .blockfloat import quantize_block_float
 from .device import MeshDevice
 from .errors import TTError
-from .types import (
-    BLOCK_FLOAT_TYPES,
-    DRAM_MEMORY_CONFIG,
-    TILE_SIZE,
-    DataType,
-    Layout,
-    MemoryConfig,
-    Shape,
-    round_up,
-)
+from .memory import DRAM_MEMORY_CONFIG, MemoryConfig
+from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout, Shape, round_up
 
 _CONTAINER = {
     DataType.BFLOAT16: torch.bfloat16,

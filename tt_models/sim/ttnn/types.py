@@ -51,100 +51,6 @@ ROW_MAJOR_LAYOUT = Layout.ROW_MAJOR
 TILE_LAYOUT = Layout.TILE
 
 
-class TensorMemoryLayout(enum.Enum):
-    INTERLEAVED = 0
-    HEIGHT_SHARDED = 2
-    WIDTH_SHARDED = 3
-    BLOCK_SHARDED = 4
-
-
-class BufferType(enum.Enum):
-    DRAM = 0
-    L1 = 1
-    L1_SMALL = 4
-
-
-class ShardStrategy(enum.Enum):
-    HEIGHT = 0
-    WIDTH = 1
-    BLOCK = 2
-
-
-class ShardOrientation(enum.Enum):
-    ROW_MAJOR = 0
-    COL_MAJOR = 1
-
-
-@dataclass(frozen=True)
-class CoreCoord:
-    x: int
-    y: int
-
-
-@dataclass(frozen=True)
-class CoreRange:
-    start: CoreCoord
-    end: CoreCoord
-
-
-@dataclass(frozen=True)
-class CoreRangeSet:
-    ranges: Any
-
-
-@dataclass(frozen=True)
-class CoreGrid:
-    y: int
-    x: int
-
-    @property
-    def num_cores(self) -> int:
-        return self.x * self.y
-
-
-@dataclass(frozen=True)
-class ShardSpec:
-    grid: Any
-    shape: tuple
-    orientation: ShardOrientation = ShardOrientation.ROW_MAJOR
-
-
-@dataclass(frozen=True)
-class MemoryConfig:
-    """Where a device tensor lives. The simulator carries it so models written for hardware keep working unchanged;
-    placement does not change any value."""
-
-    memory_layout: TensorMemoryLayout = TensorMemoryLayout.INTERLEAVED
-    buffer_type: BufferType = BufferType.DRAM
-    shard_spec: ShardSpec | None = None
-
-    def is_sharded(self) -> bool:
-        return self.memory_layout != TensorMemoryLayout.INTERLEAVED
-
-
-DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)
-L1_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.L1)
-L1_HEIGHT_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.HEIGHT_SHARDED, BufferType.L1)
-L1_WIDTH_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.WIDTH_SHARDED, BufferType.L1)
-L1_BLOCK_SHARDED_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.BLOCK_SHARDED, BufferType.L1)
-
-
-def create_sharded_memory_config(
-    shape: Any,
-    core_grid: Any,
-    strategy: ShardStrategy,
-    orientation: ShardOrientation | None = None,
-    use_height_and_width_as_shard_shape: bool = False,
-) -> MemoryConfig:
-    layout = {
-        ShardStrategy.HEIGHT: TensorMemoryLayout.HEIGHT_SHARDED,
-        ShardStrategy.WIDTH: TensorMemoryLayout.WIDTH_SHARDED,
-        ShardStrategy.BLOCK: TensorMemoryLayout.BLOCK_SHARDED,
-    }[strategy]
-    spec = ShardSpec(core_grid, tuple(shape), orientation or ShardOrientation.ROW_MAJOR)
-    return MemoryConfig(layout, BufferType.L1, spec)
-
-
 class MathFidelity(enum.Enum):
     LoFi = 0
     HiFi2 = 2
@@ -199,26 +105,6 @@ class UnaryOpType(enum.Enum):
 class UnaryWithParam:
     op_type: UnaryOpType
     params: tuple = field(default_factory=tuple)
-
-
-@dataclass
-class MatmulProgramConfig:
-    """Stand-in for the matmul program configs: core placement only, accepted and carried."""
-
-    kwargs: dict = field(default_factory=dict)
-
-
-def _program_config_factory(**kwargs: Any) -> MatmulProgramConfig:
-    return MatmulProgramConfig(kwargs)
-
-
-MatmulMultiCoreReuseProgramConfig = _program_config_factory
-MatmulMultiCoreReuseMultiCastProgramConfig = _program_config_factory
-MatmulMultiCoreReuseMultiCast1DProgramConfig = _program_config_factory
-MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig = _program_config_factory
-SDPAProgramConfig = _program_config_factory
-LayerNormShardedMultiCoreProgramConfig = _program_config_factory
-LayerNormDefaultProgramConfig = _program_config_factory
 
 
 class Shape(tuple):

@@ -1,0 +1,124 @@
+"""python -m tt_checks: run the models through the real ttnn on mock devices (see scripts/check_real_ttnn.sh).
+
+Each device profile runs in its own process (a mock cluster is chosen once per process, before ttnn opens it); the
+parent prints every rejected call as one line and a summary `N calls accepted, M rejected`, and exits non-zero when
+any call was rejected or any model code failed to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tt_checks.report import Call, Rule, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTERS = Path(os.environ.get("TT_MOCK_CLUSTER_DIR", ROOT / "scripts" / "real_ttnn" / "clusters"))
+ONE_CHIP_DEVICES = ("N150", "P150")
+
+
+def hardware_profiles() -> list[str]:
+    from tt_models.config.optimizations import hardware_profiles as profiles
+
+    return profiles()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="check_real_ttnn.sh", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--devices", default=",".join(ONE_CHIP_DEVICES), help="device profiles with a 1-chip mock")
+    p.add_argument("--families", default="all", help="comma list of model families (tiny test families, smollm2)")
+    p.add_argument("--profiles", default="all", help="comma list of optimization profiles (default: every "
+                                                        "profile meant for hardware)")
+    p.add_argument("--max-seq-len", type=int, default=1024)
+    p.add_argument("--corpus", action="store_true",
+                   help="also record the differential corpus (hand-written cases + every distinct model call) on "
+                        "the first device into tests/fixtures/ttnn_corpus_0.81.1.json")
+    p.add_argument("--device-worker", help=argparse.SUPPRESS)  # internal: run one device in this process
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def _split(value: str, every: list[str]) -> list[str]:
+    return every if value == "all" else [v.strip() for v in value.split(",") if v.strip()]
+
+
+def device_worker(args: argparse.Namespace) -> int:
+    """Runs every family x profile on one mock device; writes the calls as JSON to args.out."""
+    from tt_checks.mock import open_mock_device
+    from tt_checks.scenarios import families, family_model_dir, run_model
+
+    device = args.device_worker
+    ttnn, mesh, rec = open_mock_device(device, CLUSTERS)
+    if args.corpus:
+        rec.captured = {}
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="tt_checks_tiny_") as tiny_root:
+        for family in _split(args.families, families()):
+            model_dir = family_model_dir(family, Path(tiny_root))
+            for profile in _split(args.profiles, hardware_profiles()):
+                rec.scenario = f"{device}/{family}/{profile}"
+                rec.reset_peak()
+                out = run_model(rec, mesh, family, profile, model_dir, args.max_seq_len)
+                outcomes.append({"scenario": out.name, "phases": out.phases, "peak": vars(rec.peak).copy()})
+                for c in rec.calls:
+                    if not c.accepted and c.scenario.startswith(out.name):
+                        print(c.line(), flush=True)
+                print(f"{out.name}: " + ", ".join(f"{k} {v}" for k, v in out.phases.items()), flush=True)
+    if args.corpus:
+        from tt_checks.gen_corpus import record
+
+        for op, why in rec.unencodable.items():
+            print(f"corpus: calls of {op} not recorded ({why})")
+        record(ttnn, mesh, device, rec.captured)
+    ttnn.close_mesh_device(mesh)
+    Path(args.out).write_text(json.dumps({
+        "calls": [{"op": c.op, "where": c.where, "scenario": c.scenario,
+                   "rule": vars(c.rule) if c.rule else None} for c in rec.calls],
+        "outcomes": outcomes,
+    }))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.device_worker:
+        return device_worker(args)
+    print("Real ttnn 0.81.1 on mock devices: every op call goes through the real validation and allocator; values "
+          "are not computed (reads return zeros). Tracing is off: trace capture segfaults on a mock device, and a "
+          "trace replays the very calls checked here.", flush=True)
+    calls: list[Call] = []
+    failed = []
+    for i, device in enumerate(_split(args.devices, list(ONE_CHIP_DEVICES))):
+        if i and args.corpus:
+            argv = [a for a in argv if a != "--corpus"]  # one device records the corpus
+        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+            cmd = [sys.executable, "-m", "tt_checks", *argv, "--device-worker", device, "--out", out.name]
+            env = {**os.environ, "TT_METAL_MOCK_CLUSTER_DESC_PATH": str(CLUSTERS / f"{device}.yaml")}
+            rc = subprocess.run(cmd, env=env).returncode
+            data = json.loads(Path(out.name).read_text() or "{}") if rc == 0 else None
+        if data is None:
+            failed.append(f"{device}: checker process exited with {rc}")
+            continue
+        calls += [Call(c["op"], c["where"], c["scenario"], Rule(**c["rule"]) if c["rule"] else None)
+                  for c in data["calls"]]
+        for o in data["outcomes"]:
+            p = o["peak"]
+            if p["dram_bank_size"]:
+                print(f"{o['scenario']}: peak DRAM {p['dram_per_bank'] * p['dram_banks'] / 2**20:.1f} MiB "
+                      f"({100 * p['dram_per_bank'] / p['dram_bank_size']:.1f}% of each of {p['dram_banks']} banks), "
+                      f"peak L1 {p['l1_per_bank'] / 2**10:.1f} KiB per core "
+                      f"({100 * p['l1_per_bank'] / p['l1_bank_size']:.1f}% of {p['l1_bank_size'] // 1024} KiB)")
+    print(summary(calls))
+    for f in failed:
+        print("FAILED " + f)
+    return 0 if not failed and all(c.accepted for c in calls) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,31 @@
+"""Opening a mock device with the real ttnn and handing model code a recording proxy of it."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from tt_checks.recorder import Recorder, RecordingTTNN
+
+
+def open_mock_device(device: str, clusters: Path) -> tuple[Any, Any, Recorder]:
+    """The real ttnn, a 1x1 mesh on the mock `device` (opened as the vLLM worker opens it, with the device
+    profile's trace region), and the recorder every model call goes through."""
+    desc = clusters / f"{device}.yaml"
+    if not desc.exists():
+        raise FileNotFoundError(f"no mock cluster descriptor {desc}")
+    # The cluster is read once, when ttnn first opens a device: set before the import.
+    os.environ["TT_METAL_MOCK_CLUSTER_DESC_PATH"] = str(desc)
+    import ttnn
+
+    from tt_models import backend
+    from tt_models.config import load_device_profile
+
+    logging.basicConfig(level=logging.WARNING)
+    profile = load_device_profile(device)
+    mesh = ttnn.open_mesh_device(ttnn.MeshShape(*profile.mesh_shape), trace_region_size=profile.trace_region_size)
+    rec = Recorder(ttnn, mesh)
+    backend.use_ttnn(RecordingTTNN(ttnn, rec), f"real ttnn on a mock {device} (tt_checks)")
+    return ttnn, mesh, rec

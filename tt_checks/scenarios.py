@@ -1,0 +1,131 @@
+"""The model runs the checker puts through the real ttnn: per family and optimization profile, the calls vLLM makes
+(initialize_vllm_model, allocate_kv_cache, warmup_model_prefill, a prefill behind a cached prefix, decode at
+max_batch_size with empty slots, decode with on-device argmax), tracing off.
+
+Trace capture is not run: on a mock device it segfaults (Buffer::address while generating trace commands), and a
+trace replays exactly the ops its capture issued, which the untraced runs already submit to the same validation.
+"""
+
+from __future__ import annotations
+
+import gc
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tt_checks.recorder import Recorder, Rejected
+from tt_checks.report import Call, Rule
+
+BATCH = 32  # users per device: what vLLM pads decode to, and the most one device takes
+BLOCK = 64
+
+
+@dataclass
+class Outcome:
+    """What a scenario's phases did: names of phases run, rejected, failed (a Python error) or skipped."""
+
+    name: str
+    phases: dict[str, str]
+
+
+def family_model_dir(family: str, root: Path) -> Path:
+    """An HF directory for the family: a tiny random model of the test suite, or SmolLM2 with its real weights."""
+    if family == "smollm2":
+        from tt_models.checkpoint import default_model_dir
+
+        return default_model_dir()
+    from tests.models.tiny import make_tiny_model
+
+    return make_tiny_model(family, root)
+
+
+def families() -> list[str]:
+    from tests.models.tiny import FAMILIES
+
+    return [*FAMILIES, "smollm2"]
+
+
+def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path, max_seq_len: int) -> Outcome:
+    from transformers import AutoConfig
+
+    from generator_vllm import TT_CLASSES
+    from tt_models.sampling import TTSamplingParams
+
+    name = rec.scenario
+    phases: dict[str, str] = {}
+    state: dict[str, Any] = {}
+    cfg = AutoConfig.from_pretrained(model_dir)
+    cls = TT_CLASSES[cfg.architectures[0]]
+    width = -(-max_seq_len // BLOCK)
+    num_blocks = BATCH * width + 1  # every user at full length, plus vLLM's null block 0
+
+    def init() -> None:
+        state["m"] = cls.initialize_vllm_model(cfg, mesh, max_batch_size=BATCH, max_seq_len=max_seq_len,
+                                               optimizations=profile)
+
+    def kv() -> None:
+        a = state["m"].model.args
+        state["kv"] = state["m"].allocate_kv_cache((num_blocks, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
+                                                   a.n_layers)
+
+    def warmup() -> None:
+        state["m"].warmup_model_prefill(state["kv"], enable_trace=False)
+
+    def table(users: int) -> torch.Tensor:
+        return (torch.arange(users * width, dtype=torch.int32).reshape(users, width) + 1)
+
+    def cached_prefill() -> None:
+        # Two blocks are already cached; the rest of a 200-token prompt goes through the chunked (prefix) path.
+        n = min(200, max_seq_len - 1)
+        tokens = torch.randint(0, cfg.vocab_size, (1, n), dtype=torch.int32)
+        state["m"].prefill_forward(tokens, table(1), state["kv"], [n], start_pos=[min(2 * BLOCK, n - 1) // BLOCK
+                                                                                   * BLOCK])
+
+    def decode_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        tokens = torch.randint(0, cfg.vocab_size, (BATCH, 1), dtype=torch.int32)
+        pos = torch.arange(BATCH, dtype=torch.int32) * 7 + 5
+        pos[1::3] = -1  # empty slots
+        return tokens, pos, table(BATCH)
+
+    def decode() -> None:
+        tokens, pos, pt = decode_inputs()
+        state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False)
+
+    def decode_argmax() -> None:
+        tokens, pos, pt = decode_inputs()
+        greedy = TTSamplingParams(temperature=[0.0] * BATCH, top_k=[1] * BATCH, top_p=[1.0] * BATCH)
+        state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=greedy)
+
+    plan: list[tuple[str, Callable[[], None], tuple[str, ...]]] = [
+        ("initialize_vllm_model", init, ()),
+        ("allocate_kv_cache", kv, ("initialize_vllm_model",)),
+        ("warmup_model_prefill", warmup, ("allocate_kv_cache",)),
+        ("prefill with cached prefix", cached_prefill, ("allocate_kv_cache",)),
+        ("decode_forward (empty slots)", decode, ("allocate_kv_cache",)),
+        ("decode_forward (on-device argmax)", decode_argmax, ("allocate_kv_cache",)),
+    ]
+    for phase, fn, needs in plan:
+        if any(phases.get(n) != "ok" for n in needs):
+            phases[phase] = "skipped"
+            continue
+        rec.scenario = f"{name} {phase}"
+        try:
+            fn()
+            phases[phase] = "ok"
+        except Rejected:
+            phases[phase] = "rejected"
+        except Exception as e:  # model code that does not run on the real ttnn at all
+            tb = traceback.extract_tb(e.__traceback__)
+            frame = next((f for f in reversed(tb) if "/tt_models/" in f.filename or "generator_vllm" in f.filename),
+                         tb[-1])
+            where = f"{Path(frame.filename).name}:{frame.lineno} ({frame.name})"
+            rec.calls.append(Call("python", where, rec.scenario, Rule(f"{type(e).__name__}: {e}")))
+            phases[phase] = "error"
+    rec.scenario = name
+    state.clear()
+    gc.collect()
+    return Outcome(name, phases)
