@@ -199,6 +199,7 @@ def run_call(ttnn: Any, device: Any, call: dict) -> dict:
         kwargs = {k: decode(ttnn, device, x) for k, x in call["kwargs"].items()}
     except Exception as e:  # the inputs themselves cannot be built: part of the verdict
         return {"ok": False, "error": f"building inputs: {first_line(str(e))}", "stage": "inputs"}
+    before = _allocated(ttnn, device)
     try:
         out = _resolve(ttnn, call["op"])(*args, **kwargs)
     except Exception as e:
@@ -207,7 +208,15 @@ def run_call(ttnn: Any, device: Any, call: dict) -> dict:
         raw = text.split("backtrace:")[0] + ("backtrace:\n" if "backtrace:" in text else "")
         return {"ok": False, "error": first_line(text), "raw": raw[:2000]}
     outs = out if isinstance(out, (list, tuple)) else [out]
-    return {"ok": True, "out": [encode(o) if type(o).__name__ == "Tensor" else None for o in outs]}
+    after = _allocated(ttnn, device)
+    return {"ok": True, "out": [encode(o) if type(o).__name__ == "Tensor" else None for o in outs],
+            "alloc": {k: after[k] - before[k] for k in after}}
+
+
+def _allocated(ttnn: Any, device: Any) -> dict[str, int]:
+    """Bytes allocated per bank, DRAM and L1: the difference across a call is what its outputs hold."""
+    return {bt: ttnn.get_memory_view(device, getattr(ttnn.BufferType, bt)).total_bytes_allocated_per_bank
+            for bt in ("DRAM", "L1")}
 
 
 def first_line(text: str) -> str:

@@ -21,7 +21,9 @@ KNOWN: dict[str, str] = {}
 
 
 def outcome(verdict: dict) -> tuple:
-    return (True, verdict["out"]) if verdict["ok"] else (False,)
+    """What must agree: the verdict, and for an accepted call its outputs' specs and the bytes per bank of DRAM
+    and L1 they take."""
+    return (True, verdict["out"], verdict.get("alloc")) if verdict["ok"] else (False,)
 
 
 @pytest.fixture(scope="module")

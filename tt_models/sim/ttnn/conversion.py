@@ -11,7 +11,7 @@ import torch
 
 from .device import MeshDevice
 from .errors import TTError, refuse_options
-from .memory import MemoryConfig
+from .memory import DRAM_MEMORY_CONFIG, MemoryConfig
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
 from .types import DataType, Layout
@@ -288,6 +288,9 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
 def deallocate(tensor: Tensor, force: bool = True) -> None:
     tensor._deallocated = True
     tensor._shards = []
+    if tensor._alloc is not None:
+        tensor._alloc.free()
+        tensor._alloc = None
 
 
 def zeros(
@@ -298,8 +301,36 @@ def zeros(
     memory_config: MemoryConfig | None = None,
 ) -> Tensor:
     """A zero-filled tensor (zero is exact in every dtype, so no rounding pass is needed)."""
-    from .tensor import _CONTAINER
+    return _filled("zeros", shape, dtype, layout, device, memory_config, torch.zeros)
 
-    check_layout_for_dtype("zeros", dtype, layout)
-    host = Tensor.make([torch.zeros(tuple(shape), dtype=_CONTAINER[dtype])], dtype, layout, None)
-    return _place(host, device, memory_config) if device is not None else host
+
+def empty(
+    shape: Any,
+    dtype: DataType = DataType.BFLOAT16,
+    layout: Layout = Layout.ROW_MAJOR,
+    device: MeshDevice | None = None,
+    memory_config: MemoryConfig | None = None,
+) -> Tensor:
+    """A device tensor whose contents are undefined. Its buffer is reserved first, and values are never
+    materialized beyond what fits (here they read as zeros, never relied on)."""
+    if device is None:
+        raise TTError("empty", "needs a device")
+    return _filled("empty", shape, dtype, layout, device, memory_config, torch.zeros)
+
+
+def _filled(op: str, shape: Any, dtype: DataType, layout: Layout, device: MeshDevice | None,
+            memory_config: MemoryConfig | None, fill: Any) -> Tensor:
+    from .tensor import _CONTAINER, Shape, place
+
+    shape = tuple(int(d) for d in shape)
+    check_layout_for_dtype(op, dtype, layout)
+    if device is None:
+        return Tensor.make([fill(shape, dtype=_CONTAINER[dtype])], dtype, layout, None)
+    device.check_open(op)
+    mc = memory_config or DRAM_MEMORY_CONFIG
+    # The device refuses a placement or size before any value exists, as the real allocator does.
+    alloc = place(op, device, Shape(shape), dtype, layout, mc)
+    n = device.get_num_devices()
+    out = Tensor.make([fill(shape, dtype=_CONTAINER[dtype]) for _ in range(n)], dtype, layout, device, mc,
+                      alloc=alloc)
+    return out

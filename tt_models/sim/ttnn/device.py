@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
+from .allocator import ChipMemory
+from .chips import current_chip
+from .cores import CoreCoord, CoreGrid
 from .errors import TTError
 
 # How many chips the simulated host has; a mesh may not ask for more.
@@ -37,15 +41,21 @@ class MeshShape:
         return self.num_rows * self.num_cols
 
 
-class Arch:
-    WORMHOLE_B0 = "wormhole_b0"
-    BLACKHOLE = "blackhole"
+class Arch(enum.Enum):
+    GRAYSKULL = 1
+    WORMHOLE_B0 = 2
+    BLACKHOLE = 3
+
+
+# Allocator state per physical chip id: submeshes and the parent mesh see the same memory.
+_CHIP_MEMORY: dict[int, ChipMemory] = {}
 
 
 class MeshDevice:
     """A grid of chips. A single opened device is a 1x1 mesh, as in current ttnn."""
 
     def __init__(self, shape: MeshShape, device_ids: list[int], trace_region_size: int = 0, **options: Any) -> None:
+        self.chip = _CHIP_MEMORY[device_ids[0]].chip
         self.shape = shape
         self._device_ids = device_ids
         self.trace_region_size = trace_region_size
@@ -69,18 +79,22 @@ class MeshDevice:
     def id(self) -> int:
         return self._device_ids[0]
 
-    def arch(self) -> str:
-        return Arch.WORMHOLE_B0
+    def arch(self) -> Arch:
+        return Arch.BLACKHOLE if self.chip.arch == "blackhole" else Arch.WORMHOLE_B0
 
-    def compute_with_storage_grid_size(self) -> Any:
-        from .cores import CoreCoord
+    def compute_with_storage_grid_size(self) -> CoreCoord:
+        return CoreCoord(*self.chip.grid)
 
-        return CoreCoord(8, 8)
+    @property
+    def core_grid(self) -> CoreGrid:
+        return CoreGrid(x=self.chip.grid[0], y=self.chip.grid[1])
 
-    def dram_grid_size(self) -> Any:
-        from .cores import CoreCoord
+    def dram_grid_size(self) -> CoreCoord:
+        return CoreCoord(self.chip.dram_banks, 1)
 
-        return CoreCoord(12, 1)
+    def chip_memories(self) -> list[ChipMemory]:
+        """The allocator of each chip of this mesh."""
+        return [_CHIP_MEMORY[i] for i in self._device_ids]
 
     def create_submeshes(self, submesh_shape: MeshShape) -> list[MeshDevice]:
         rows, cols = submesh_shape
@@ -147,6 +161,9 @@ def open_mesh_device(
     if len(ids) != n or any(i in in_use or not 0 <= i < SIM_NUM_DEVICES for i in ids):
         raise TTError("open_mesh_device",
                       f"cannot open a {tuple(shape)} mesh: {SIM_NUM_DEVICES} chips, in use {in_use}")
+    chip = current_chip()
+    for i in ids:
+        _CHIP_MEMORY[i] = ChipMemory(chip, trace_region_size, l1_small_size)
     dev = MeshDevice(
         shape, ids, trace_region_size, l1_small_size=l1_small_size, num_command_queues=num_command_queues,
         dispatch_core_config=dispatch_core_config, worker_l1_size=worker_l1_size,
@@ -159,6 +176,8 @@ def close_mesh_device(mesh_device: MeshDevice) -> None:
     _forbid_during_capture("close_mesh_device")
     if mesh_device in _open:
         _open.remove(mesh_device)
+        for i in mesh_device.get_device_ids():
+            _CHIP_MEMORY.pop(i, None)
     mesh_device.is_open = False
     mesh_device.traces.clear()
 
@@ -179,6 +198,11 @@ def open_device(
 
 def close_device(device: MeshDevice) -> None:
     close_mesh_device(device)
+
+
+def get_memory_view(device: MeshDevice, buffer_type: Any) -> Any:
+    """Allocator statistics of the device's first chip for one buffer type (DRAM, L1, L1_SMALL, TRACE)."""
+    return device.chip_memories()[0].view(buffer_type)
 
 
 def synchronize_device(device: MeshDevice, cq_id: int | None = None, sub_device_ids: Any = None) -> None:

@@ -73,7 +73,8 @@ def check_layout_for_dtype(op: str, dtype: DataType, layout: Layout) -> None:
 class Tensor:
     """ttnn.Tensor. Host tensors have device None; device tensors hold one buffer per chip of their mesh."""
 
-    __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "__weakref__")
+    __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "_alloc",
+                 "__weakref__")
 
     def __init__(
         self,
@@ -112,6 +113,7 @@ class Tensor:
         self._device = device
         self._memory_config = memory_config if device is not None else None
         self._deallocated = False
+        self._alloc = None
 
     @classmethod
     def make(
@@ -121,15 +123,23 @@ class Tensor:
         layout: Layout,
         device: MeshDevice | None,
         memory_config: MemoryConfig | None = None,
+        op: str = "allocate",
+        alloc: Any = None,
     ) -> Tensor:
-        """Build a tensor from per-device buffers already in `dtype`'s container."""
+        """Build a tensor from per-device buffers already in `dtype`'s container; a device tensor takes its
+        buffer from the device's allocator (which refuses a placement or size the device refuses)."""
         self = cls.__new__(cls)
-        self._init(shards, Shape(shards[0].shape), dtype, layout, device, memory_config or DRAM_MEMORY_CONFIG)
+        mc = memory_config or DRAM_MEMORY_CONFIG
+        self._init(shards, Shape(shards[0].shape), dtype, layout, device, mc)
+        if device is not None:
+            self._alloc = alloc if alloc is not None else place(op, device, self._shape, dtype, layout, mc)
         return self
 
     def _rebind(self, other: Tensor) -> None:
         """Take over other's buffers in place: trace replay writes results into the captured tensor objects."""
+        alloc = other._alloc
         self._init(other._shards, other._shape, other._dtype, other._layout, other._device, other._memory_config)
+        self._alloc = alloc
 
     # --- ttnn.Tensor API ---
     @property
@@ -217,12 +227,21 @@ class Tensor:
         return len(self._shards)
 
 
+def place(op: str, device: MeshDevice, shape: Shape, dtype: DataType, layout: Layout, mc: MemoryConfig) -> Any:
+    """Check that the device takes this placement and reserve its buffer."""
+    from .allocator import allocate
+    from .placement import check_placement
+
+    check_placement(op, device, tuple(shape), layout, mc)
+    return allocate(device, tuple(shape), dtype, layout, mc)
+
+
 def _place(t: Tensor, device: MeshDevice, memory_config: MemoryConfig | None) -> Tensor:
     """Copy a host tensor onto every chip of `device` (the caller has already split it per chip if sharded)."""
     device.check_open("to_device")
     n = device.get_num_devices()
     shards = t._shards if len(t._shards) == n else [t._shards[0]] * n
-    return Tensor.make([s.clone() for s in shards], t.dtype, t.layout, device, memory_config)
+    return Tensor.make([s.clone() for s in shards], t.dtype, t.layout, device, memory_config, op="to_device")
 
 
 def require_device(op: str, *tensors: Any) -> MeshDevice:
