@@ -24,14 +24,12 @@ DRAM = mem()
 L1 = mem(buffer="L1")
 
 
-def rows(n: int, y: int = 0) -> list[tuple[int, int, int, int]]:
-    """A grid of n cores filled row by row on an 8-wide grid, as CoreRangeSet ranges."""
-    out, y0 = [], y
-    while n > 0:
-        w = min(n, 8)
-        out.append((0, y0, w - 1, y0))
-        n -= w
-        y0 += 1
+def rows(n: int, y: int = 0, width: int = 8) -> list[tuple[int, int, int, int]]:
+    """The first n cores of a `width`-wide grid, row by row from row y: whole rows as one range, then the rest."""
+    full, rest = divmod(n, width)
+    out = [(0, y, width - 1, y + full - 1)] if full else []
+    if rest:
+        out.append((0, y + full, rest - 1, y + full))
     return out
 
 
@@ -128,6 +126,81 @@ def placement() -> Iterator[tuple[str, dict]]:
     yield "fit/l1-shard-1MiB", zeros([1, 1, 32 * 128 * 8, 128], "BFLOAT16", "TILE", height((32 * 128, 128), 8))
 
 
+def rope() -> Iterator[tuple[str, dict]]:
+    """rotary_embedding_llama: decode on height-sharded tensors (one user per core), prefill interleaved."""
+    op = "experimental.rotary_embedding_llama"
+
+    def decode(users: int = 32, heads: int = 8, hd: int = 64, **over: Any) -> dict:
+        ph = -(-heads // TILE) * TILE
+        x = T([1, users, heads, hd], m=height((ph, hd), users))
+        cs = T([1, users, 1, hd], m=height((TILE, hd), users))
+        tm = T([1, 1, TILE * users, TILE], m=height((TILE, TILE), users))
+        args = {"x": x, "cos": cs, "sin": dict(cs), "tm": tm, **over}
+        kw = {"is_decode_mode": True, **{k: v for k, v in over.items() if k not in ("x", "cos", "sin", "tm")}}
+        return call(op, args["x"], args["cos"], args["sin"], args["tm"], **kw)
+
+    def prefill(heads: int = 8, seq: int = 128, hd: int = 64, **over: Any) -> dict:
+        args = {"x": T([1, heads, seq, hd]), "cos": T([1, 1, seq, hd]), "sin": T([1, 1, seq, hd]),
+                "tm": T([1, 1, TILE, TILE]), **over}
+        kw = {k: v for k, v in over.items() if k not in ("x", "cos", "sin", "tm")}
+        return call(op, args["x"], args["cos"], args["sin"], args["tm"], **kw)
+
+    yield "rope/decode/ok", decode()
+    yield "rope/decode/hd128-9-heads", decode(heads=9, hd=128)
+    yield "rope/prefill/ok", prefill()
+    for k in ("x", "cos", "sin", "tm"):
+        name = {"x": "input", "tm": "trans_mat"}.get(k, k)
+        base = decode()
+        spec = base["args"][["x", "cos", "sin", "tm"].index(k)]
+        yield f"rope/{name}-row-major", decode(**{k: {**spec, "layout": "ROW_MAJOR"}})
+        yield f"rope/decode/{name}-interleaved", decode(**{k: {**spec, "mem": DRAM}})
+    yield "rope/decode/bfp8-input", decode(x=T([1, 32, 8, 64], "BFLOAT8_B", m=height((32, 64), 32)))
+    yield "rope/decode/dram-output", decode(memory_config=DRAM)
+    yield "rope/decode/hd48", decode(hd=48)  # (the shard itself is not whole tiles)
+    yield "rope/decode/hd48-interleaved", decode(x=T([1, 32, 8, 48]), cos=T([1, 32, 1, 48]), sin=T([1, 32, 1, 48]))
+    yield "rope/decode/dim0-2", decode(x=T([2, 16, 8, 64], m=height((32, 64), 32)))
+    yield "rope/decode/batch-65", decode(users=65)
+    yield "rope/decode/cos-16-users", decode(cos=T([1, 16, 1, 64], m=height((TILE, 64), 16)),
+                                             sin=T([1, 16, 1, 64], m=height((TILE, 64), 16)))
+    yield "rope/decode/cos-shard-64", decode(cos=T([1, 32, 64, 64], m=height((64, 64), 32)),
+                                             sin=T([1, 32, 64, 64], m=height((64, 64), 32)))
+    yield "rope/decode/trans-mat-2x", decode(tm=T([1, 2, 512, TILE], m=height((TILE, TILE), 32)))
+    yield "rope/decode/trans-shard-64", decode(tm=T([1, 1, 64 * 16, TILE], m=height((64, TILE), 16)))
+    yield "rope/decode/trans-mat-one-core", decode(tm=T([1, 1, TILE, TILE], m=height((TILE, TILE), 1)))
+    yield "rope/decode/two-users-per-core", decode(x=T([1, 32, 8, 64], m=height((64, 64), 16)))
+    yield "rope/prefill/hd256", prefill(hd=256)
+    yield "rope/prefill/hd256-fp32-acc", prefill(hd=256, compute_kernel_config=obj(
+        "WormholeComputeKernelConfig", math_fidelity=enum("MathFidelity.HiFi4"), fp32_dest_acc_en=True))
+    yield "rope/prefill/hd512", prefill(hd=512)
+    yield "rope/prefill/hd48", prefill(hd=48)
+    yield "rope/prefill/fp32-cos", prefill(cos=T([1, 1, 128, 64], "FLOAT32"))
+    yield "rope/prefill/sin-shorter", prefill(sin=T([1, 1, 64, 64]))
+    yield "rope/prefill/cos-shorter-than-input", prefill(cos=T([1, 1, 64, 64]), sin=T([1, 1, 64, 64]))
+    yield "rope/prefill/input-sharded", prefill(x=T([1, 8, 128, 64], m=height((128, 64), 8)))
+    yield "rope/prefill/l1-input", prefill(x=T([1, 8, 128, 64], m=L1))
+    yield "rope/prefill/cos-hd-32", prefill(cos=T([1, 1, 128, 32]), sin=T([1, 1, 128, 32]))
+    yield "rope/prefill/cos-2-heads", prefill(cos=T([1, 2, 128, 64]), sin=T([1, 2, 128, 64]))
+    yield "rope/prefill/cos-per-head", prefill(cos=T([1, 8, 128, 64]), sin=T([1, 8, 128, 64]))
+    yield "rope/prefill/cos-width-sharded", prefill(cos=T([1, 1, 128, 64], m=width((128, 32), 2)),
+                                                    sin=T([1, 1, 128, 64], m=width((128, 32), 2)))
+    yield "rope/prefill/cos-height-sharded", prefill(cos=T([1, 1, 128, 64], m=height((TILE, 64), 4)),
+                                                     sin=T([1, 1, 128, 64], m=height((TILE, 64), 4)))
+    yield "rope/prefill/cos-sharded-sin-not", prefill(cos=T([1, 1, 128, 64], m=height((TILE, 64), 4)))
+    yield "rope/prefill/cos-sharded-per-head", prefill(cos=T([1, 8, 128, 64], m=height((TILE, 64), 32)),
+                                                       sin=T([1, 8, 128, 64], m=height((TILE, 64), 32)))
+    for k in ("cos", "sin"):
+        other = {"cos": "sin", "sin": "cos"}[k]
+        ok = T([1, 1, 128, 64], m=height((TILE, 64), 4))
+        yield f"rope/prefill/{k}-shard-64", prefill(**{k: T([1, 1, 128, 64], m=height((64, 64), 2)), other: ok})
+    yield "rope/prefill/trans-mat-64", prefill(tm=T([1, 1, 64, TILE]))
+    yield "rope/prefill/trans-mat-wide", prefill(tm=T([1, 1, TILE, 64]))
+    yield "rope/prefill/trans-mat-width-sharded", prefill(tm=T([1, 1, TILE, 64], m=width((TILE, TILE), 2)))
+    yield "rope/prefill/trans-mat-height-sharded", prefill(tm=T([1, 1, TILE, TILE], m=height((TILE, TILE), 1)))
+    yield "rope/prefill/trans-mat-shard-height", prefill(tm=T([1, 1, 64, TILE], m=height((64, TILE), 1)))
+    yield "rope/prefill/trans-mat-shard-width", prefill(tm=T([1, 1, TILE, 64], m=height((TILE, 64), 1)))
+
+
 def cases() -> Iterator[tuple[str, dict]]:
     """(name, call) for every hand-written case."""
     yield from placement()
+    yield from rope()
