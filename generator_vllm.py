@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tt_models.backend import ttnn
+from tt_models.backend import is_simulator, ttnn
 from tt_models.checkpoint import hf_to_meta, load_state_dict
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.generator import Generator, prefill_bucket
@@ -25,6 +25,7 @@ from tt_models.weights import WeightStore, weight_cache_dir
 logger = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 131072
 DEFAULT_PREFILL_CHUNK = 2048
+MAX_USERS_PER_DEVICE = 32
 
 
 class TTCausalLM(Generator):
@@ -47,6 +48,11 @@ class TTCausalLM(Generator):
     ) -> TTCausalLM:
         if tt_data_parallel != 1:
             raise UnsupportedModelError(f"tt_data_parallel={tt_data_parallel}: only 1 is supported so far")
+        if max_batch_size > MAX_USERS_PER_DEVICE:
+            raise UnsupportedModelError(
+                f"max_batch_size {max_batch_size}: one device decodes at most {MAX_USERS_PER_DEVICE} users (its "
+                f"head ops place one user per core); serve more users with data parallel (tt_data_parallel, or "
+                f"vLLM's --data-parallel-size) over more devices")
         if mesh_device.get_num_devices() != 1:
             raise UnsupportedModelError(
                 f"a {tuple(mesh_device.shape)} mesh needs tensor-parallel collectives, not implemented yet: use 1x1")
@@ -59,10 +65,16 @@ class TTCausalLM(Generator):
         overrides = load_model_overrides(path)
         profile_name = overrides.profile_for(optimizations or "performance")
         profile = load_optimizations(profile_name)
+        if profile.simulator_only:
+            if not is_simulator():
+                raise UnsupportedModelError(
+                    f"the {profile_name!r} profile runs fp32 activations and KV cache, which no Tenstorrent device "
+                    f"supports (it exists for simulator tests against fp32 references); use 'accuracy' on hardware")
+            mesh_device.enable_reference_precision()
         meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
         weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
-        model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk))
+        model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk), max_batch_size)
         logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
                     profile_name, max_batch_size, max_seq_len)
         return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)

@@ -101,6 +101,7 @@ setup_toolchain
 export TT_METAL_CACHE="$WORK/tt_metal_cache/"   # must end with '/': tt-metal joins it without a separator
 export TT_MOCK_CLUSTER_DIR="$HERE/clusters"     # tt_checks picks <device>.yaml per device profile
 export TT_METAL_LOGGER_LEVEL="${TT_METAL_LOGGER_LEVEL:-FATAL}"
+export LOGURU_LEVEL="${LOGURU_LEVEL:-WARNING}"  # ttnn's Python logging (per-tensor cache DEBUG lines)
 export TT_BACKEND=ttnn
 [ "$setup_only" = 1 ] && { say "ready: $VENV, $WORK"; exit 0; }
 exec "$VENV/bin/python" -m tt_checks "$@"

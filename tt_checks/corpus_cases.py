@@ -200,7 +200,196 @@ def rope() -> Iterator[tuple[str, dict]]:
     yield "rope/prefill/trans-mat-shard-width", prefill(tm=T([1, 1, TILE, 64], m=height((TILE, 64), 1)))
 
 
+def i32(shape: Any, m: dict | None = DRAM, layout: str = "ROW_MAJOR", dtype: str = "INT32") -> dict:
+    return T(shape, dtype, layout, m)
+
+
+def paged_update() -> Iterator[tuple[str, dict]]:
+    """paged_update_cache / paged_fused_update_cache: decode rows height-sharded one user per core into an
+    interleaved paged cache, and each rule broken next to the valid call."""
+    op = "experimental.paged_update_cache"
+    users, nkv, hd, bs, nb = 32, 2, 64, 64, 128
+    cache = T([nb, nkv, bs, hd], "BFLOAT8_B")
+    x = T([1, users, nkv, hd], m=height((TILE, hd), users))
+    pt, pos = i32([users, 4]), i32([users])
+
+    def upd(c: dict = cache, inp: dict = x, **kw: Any) -> dict:
+        kw = {"update_idxs_tensor": pos, "page_table": pt, **kw}
+        return call(op, c, inp, **{k: v for k, v in kw.items() if v is not None})
+
+    yield "update/ok", upd()
+    yield "update/input-row-major", upd(inp={**x, "layout": "ROW_MAJOR"})
+    yield "update/cache-row-major", upd(c=T([nb, nkv, bs, hd], layout="ROW_MAJOR"))
+    yield "update/cache-uint32", upd(c=T([nb, nkv, bs, hd], "UINT32"))
+    yield "update/cache-bfp4", upd(c=T([nb, nkv, bs, hd], "BFLOAT4_B"))
+    yield "update/cache-fp32", upd(c=T([nb, nkv, bs, hd], "FLOAT32"))
+    yield "update/input-dim0-2", upd(inp=T([2, users, nkv, hd], m=height((TILE, hd), 2 * users)))
+    yield "update/cache-sharded", upd(c=T([nb, nkv, bs, hd], m=height((nb * nkv * bs // 64, hd), 64)))
+    yield "update/cache-l1", upd(c=T([nb, nkv, bs, hd], m=L1))
+    yield "update/input-hd-32", upd(inp=T([1, users, nkv, 32], m=height((TILE, 32), users)))
+    yield "update/input-fewer-heads", upd(inp=T([1, users, 1, hd], m=height((TILE, hd), users)))
+    unpaged = T([users, nkv, 256, hd], "BFLOAT16")
+    yield "update/unpaged-ok", call(op, unpaged, x, update_idxs=[0] * users)
+    yield "update/unpaged-hd-32", call(op, unpaged, T([1, users, nkv, 32], m=height((TILE, 32), users)),
+                                       update_idxs=[0] * users)
+    yield "update/unpaged-share-cache", call(op, unpaged, x, update_idxs=[0] * users, share_cache=True)
+    yield "update/unpaged-batch-16", call(op, T([16, nkv, 256, hd]), x, update_idxs=[0] * users)
+    yield "update/unpaged-no-idx", call(op, unpaged, x)
+    yield "update/unpaged-list-16", call(op, unpaged, x, update_idxs=[0] * 16)
+    for k, v in (("block_size", 32), ("num_kv_heads", 1), ("cache_position_modulo", 128)):
+        yield f"update/unpaged-{k}", call(op, unpaged, x, update_idxs=[0] * users, **{k: v})
+    yield "update/paged-share-cache", upd(share_cache=True)
+    yield "update/paged-idx-list", call(op, cache, x, update_idxs=[0] * users, page_table=pt)
+    yield "update/page-table-uint32", upd(page_table=i32([users, 4], dtype="UINT32"))
+    yield "update/page-table-tile", upd(page_table=i32([users, 4], layout="TILE"))
+    yield "update/page-table-16-rows", upd(page_table=i32([16, 4]))
+    yield "update/page-table-too-wide", upd(page_table=i32([users, nb + 1]))
+    yield "update/idx-uint32", upd(update_idxs_tensor=i32([users], dtype="UINT32"))
+    yield "update/idx-tile", upd(update_idxs_tensor=i32([users], layout="TILE"))
+    yield "update/idx-width-sharded", upd(update_idxs_tensor=i32([1, users], m=width((1, 16), 2)))
+    yield "update/idx-height-sharded", upd(update_idxs_tensor=i32([1, users], m=height((1, users), 1)))
+    yield "update/idx-height-sharded-2-cores", upd(update_idxs_tensor=i32([2, 16], m=height((1, 16), 2)))
+    yield "update/idx-height-sharded-1-core-2-rows", upd(update_idxs_tensor=i32([2, users], m=height((2, users), 1)))
+    yield "update/idx-l1", upd(update_idxs_tensor=i32([users], m=L1))
+    yield "update/idx-16", upd(update_idxs_tensor=i32([16]))
+    yield "update/input-interleaved", upd(inp=T([1, users, nkv, hd]))
+    yield "update/input-l1-interleaved", upd(inp=T([1, users, nkv, hd], m=L1))
+    yield "update/input-width-sharded", upd(inp=T([1, users, nkv, hd], m=width((users * TILE, TILE), 2)))
+    yield "update/input-col-major", upd(inp=T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1", rows(users),
+                                                                          (TILE, hd), "COL_MAJOR")))
+    yield "update/input-8-cores", upd(inp=T([1, users, nkv, hd], m=height((4 * TILE, hd), 8)))
+    yield "update/input-offset-grid", upd(inp=T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1",
+                                                                           [(1, 0, 7, 3), (0, 4, 3, 4)], (TILE, hd))))
+    yield "update/input-bfp8", upd(inp=T([1, users, nkv, hd], "BFLOAT8_B", m=height((TILE, hd), users)))
+    yield "update/input-fp32-into-bfp8", upd(inp=T([1, users, nkv, hd], "FLOAT32", m=height((TILE, hd), users)))
+    yield "update/batch-offset-1", upd(batch_offset=1)
+
+    fop = "experimental.paged_fused_update_cache"
+    x1 = T([1, users, nkv, hd], m=height((TILE, hd), users))
+    x2 = T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1", [(0, 4, 7, 7)], (TILE, hd)))
+
+    def fused(a: dict = x1, b: dict = x2, **kw: Any) -> dict:
+        return call(fop, cache, a, cache, b, **{"update_idxs_tensor": pos, "page_table": pt, **kw})
+
+    yield "fused/ok", fused()
+    yield "fused/mixed-layouts", fused(b={**x2, "layout": "ROW_MAJOR"})
+    yield "fused/row-major-hd64", fused(a={**x1, "layout": "ROW_MAJOR"}, b={**x2, "layout": "ROW_MAJOR"})
+    yield "fused/input-bfp8", fused(a={**x1, "dtype": "BFLOAT8_B"})
+    yield "fused/input-hd-32", fused(a=T([1, users, nkv, 32], m=height((TILE, 32), users)))
+    yield "fused/same-grid", fused(b=x1)
+    yield "fused/cores-32-vs-8", fused(b=T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1", [(0, 4, 7, 4)],
+                                                                      (4 * TILE, hd))))
+    yield "fused/four-users-per-core", fused(a=T([1, users, nkv, hd], m=height((4 * TILE, hd), 8)),
+                                             b=T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1", [(0, 4, 7, 4)],
+                                                                            (4 * TILE, hd))))
+
+
+def paged_fill() -> Iterator[tuple[str, dict]]:
+    op = "experimental.paged_fill_cache"
+    nkv, hd, bs, nb = 2, 64, 64, 128
+    cache = T([nb, nkv, bs, hd], "BFLOAT8_B")
+    x = T([1, nkv, 128, hd], "BFLOAT8_B")
+    pt = i32([8, 4])
+
+    def fill(c: dict = cache, inp: dict = x, table: dict = pt, **kw: Any) -> dict:
+        return call(op, c, inp, table, **kw)
+
+    yield "fill/ok", fill(batch_idx=3)
+    yield "fill/bfp8", fill()
+    yield "fill/bfp4", fill(c={**cache, "dtype": "BFLOAT4_B"}, inp={**x, "dtype": "BFLOAT4_B"})
+    yield "fill/input-host", fill(inp=host([1, nkv, 128, hd], "BFLOAT8_B", "TILE"))
+    yield "fill/input-batch-2", fill(inp=T([2, nkv, 128, hd], "BFLOAT8_B"))
+    yield "fill/cache-uint32", fill(c=T([nb, nkv, bs, hd], "UINT32"), inp=T([1, nkv, 128, hd], "UINT32"))
+    yield "fill/bf16-into-bfp8", fill(inp={**x, "dtype": "BFLOAT16"})
+    yield "fill/input-sharded", fill(inp=T([1, nkv, 128, hd], "BFLOAT8_B", m=height((TILE, hd), 8)))
+    yield "fill/input-l1", fill(inp=T([1, nkv, 128, hd], "BFLOAT8_B", m=L1))
+    yield "fill/page-table-sharded", fill(table=i32([8, 4], m=height((1, 4), 8)))
+    yield "fill/page-table-l1", fill(table=i32([8, 4], m=L1))
+    yield "fill/page-table-l1-8-wide", fill(table=i32([8, 8], m=L1))
+    yield "fill/page-table-uint32", fill(table=i32([8, 4], dtype="UINT32"))
+    yield "fill/page-table-tile", fill(table=i32([8, 4], layout="TILE"))
+    yield "fill/batch-idx-32", fill(table=i32([32, 4]), batch_idx=32)
+    yield "fill/batch-idx-31", fill(table=i32([32, 4]), batch_idx=31)
+    yield "fill/input-hd-32", fill(inp=T([1, nkv, 128, 32], "BFLOAT8_B"))
+    yield "fill/input-16-heads", fill(inp=T([1, 16, 128, hd], "BFLOAT8_B"))
+    yield "fill/input-too-long", fill(inp=T([1, nkv, 512, hd], "BFLOAT8_B"))
+    yield "fill/input-seq-100", fill(inp=T([1, nkv, 100, hd], "BFLOAT8_B"))
+    yield "fill/batch-idx-tensor", fill(batch_idx_tensor=i32([1]))
+    yield "fill/batch-idx-tensor-2-for-1", fill(batch_idx_tensor=i32([2]))
+    yield "fill/batch-idx-tensor-bf16", fill(batch_idx_tensor=T([1], "BFLOAT16", "ROW_MAJOR"))
+    yield "fill/batch-idx-tensor-uint32", fill(batch_idx_tensor=i32([1], dtype="UINT32"))
+    yield "fill/batch-idx-tensor-l1", fill(batch_idx_tensor=i32([1], m=L1))
+
+
+def sdpa_decode() -> Iterator[tuple[str, dict]]:
+    op = "transformer.paged_scaled_dot_product_attention_decode"
+    users, nh, nkv, hd, bs, nb = 32, 8, 2, 64, 64, 128
+    q = T([1, users, nh, hd])
+    kc = T([nb, nkv, bs, hd], "BFLOAT8_B")
+    pt, pos = i32([users, 4]), i32([users])
+
+    def sd(qq: dict = q, k: dict = kc, v: dict = kc, table: dict = pt, **kw: Any) -> dict:
+        kw = {"cur_pos_tensor": pos, **kw}
+        return call(op, qq, k, v, table, **{k2: v2 for k2, v2 in kw.items() if v2 is not None})
+
+    def pc(k_chunk: int = 0, gx: int = 8, gy: int = 8) -> dict:
+        return obj("SDPAProgramConfig", compute_with_storage_grid_size=coord(gx, gy), q_chunk_size=32,
+                   k_chunk_size=k_chunk, exp_approx_mode=False)
+
+    yield "sdpa-decode/ok", sd()
+    yield "sdpa-decode/q-fp32", sd(qq={**q, "dtype": "FLOAT32"})
+    yield "sdpa-decode/k-fp32", sd(k={**kc, "dtype": "FLOAT32"})
+    yield "sdpa-decode/v-row-major", sd(v={**kc, "dtype": "BFLOAT16", "layout": "ROW_MAJOR"})
+    yield "sdpa-decode/q-row-major-dram", sd(qq={**q, "layout": "ROW_MAJOR"})
+    rm_q = T([1, users, nh, hd], layout="ROW_MAJOR", m=height((nh, hd), users))
+    yield "sdpa-decode/q-row-major-sharded", sd(qq=rm_q)
+    mqa = T([nb, 1, bs, hd], "BFLOAT8_B")
+    yield "sdpa-decode/mqa-q-row-major-sharded-output", sd(qq=rm_q, k=mqa, v=mqa,
+                                                           memory_config=height((nh, hd), users))
+    yield "sdpa-decode/mqa-q-row-major-32-heads-sharded-output", sd(
+        qq=T([1, users, TILE, hd], layout="ROW_MAJOR", m=height((TILE, hd), users)), k=mqa, v=mqa,
+        memory_config=height((TILE, hd), users))
+    yield "sdpa-decode/q-width-sharded", sd(qq=T([1, users, nh, hd], m=width((users * TILE, TILE), 2)))
+    yield "sdpa-decode/q-height-sharded", sd(qq=T([1, users, nh, hd], m=height((TILE, hd), users)))
+    yield "sdpa-decode/q-l1", sd(qq={**q, "mem": L1})
+    yield "sdpa-decode/k-l1", sd(k={**kc, "mem": L1})
+    yield "sdpa-decode/output-width-sharded", sd(memory_config=width((users * TILE, TILE), 2))
+    yield "sdpa-decode/output-l1", sd(memory_config=L1)
+    yield "sdpa-decode/causal-with-mask", sd(attn_mask=T([1, users, nh, 4 * bs]))
+    yield "sdpa-decode/no-cur-pos", sd(cur_pos_tensor=None)
+    yield "sdpa-decode/cur-pos-uint32", sd(cur_pos_tensor=i32([users], dtype="UINT32"))
+    yield "sdpa-decode/cur-pos-tile", sd(cur_pos_tensor=i32([1, users], layout="TILE"))
+    yield "sdpa-decode/cur-pos-1xB", sd(cur_pos_tensor=i32([1, users]))
+    yield "sdpa-decode/cur-pos-16", sd(cur_pos_tensor=i32([16]))
+    yield "sdpa-decode/page-table-uint32", sd(table=i32([users, 4], dtype="UINT32"))
+    yield "sdpa-decode/page-table-l1", sd(table=i32([users, 4], m=L1))
+    yield "sdpa-decode/page-table-tile", sd(table=i32([users, 4], layout="TILE"))
+    yield "sdpa-decode/v-block-32", sd(v=T([nb, nkv, 32, hd], "BFLOAT8_B"))
+    yield "sdpa-decode/q-hd-64-cache-128", sd(k=T([nb, nkv, bs, 128], "BFLOAT8_B"), v=T([nb, nkv, bs, 128],
+                                                                                        "BFLOAT8_B"))
+    yield "sdpa-decode/k-chunk-48", sd(program_config=pc(48))
+    yield "sdpa-decode/k-chunk-16", sd(program_config=pc(16))
+    yield "sdpa-decode/k-chunk-128", sd(program_config=pc(128))
+    yield "sdpa-decode/v-4-heads", sd(v=T([nb, 4, bs, hd], "BFLOAT8_B"))
+    yield "sdpa-decode/gqa-sharded-output", sd(memory_config=height((TILE, hd), users))
+    yield "sdpa-decode/mqa-sharded-output", sd(k=mqa, v=mqa, memory_config=height((TILE, hd), users))
+    yield "sdpa-decode/gqa-q-bfp8", sd(qq={**q, "dtype": "BFLOAT8_B"})
+    yield "sdpa-decode/mqa-q-bfp8", sd(qq={**q, "dtype": "BFLOAT8_B"}, k=mqa, v=mqa)
+    yield "sdpa-decode/9q-2kv", sd(qq=T([1, users, 9, hd]))
+    yield "sdpa-decode/9q-3kv", sd(qq=T([1, users, 9, hd]), k=T([nb, 3, bs, hd], "BFLOAT8_B"),
+                                   v=T([nb, 3, bs, hd], "BFLOAT8_B"))
+    yield "sdpa-decode/grid-9x9", sd(program_config=pc(0, 9, 9))
+    yield "sdpa-decode/grid-8x8", sd(program_config=pc(0, 8, 8))
+    yield "sdpa-decode/grid-4x4", sd(program_config=pc(0, 4, 4))
+    yield "sdpa-decode/grid-8x4", sd(program_config=pc(0, 8, 4))
+    yield "sdpa-decode/bf16-cache-window", sd(k={**kc, "dtype": "BFLOAT16"}, v={**kc, "dtype": "BFLOAT16"},
+                                              sliding_window_size=128)
+
+
 def cases() -> Iterator[tuple[str, dict]]:
     """(name, call) for every hand-written case."""
     yield from placement()
     yield from rope()
+    yield from paged_update()
+    yield from paged_fill()
+    yield from sdpa_decode()

@@ -2,7 +2,8 @@
 
 `prefill` runs one user's (chunk of a) prompt and returns the logits of the 32-row tile holding its last token;
 `decode` runs one token for every batch slot. Both take device tensors; host-side orchestration (padding,
-chunking, tracing) lives in tt_models/generator.py.
+chunking, tracing) lives in tt_models/generator.py. Where tensors live and how ops spread their work comes from
+tt_models/layouts.py.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import torch
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
 from tt_models.layers.decoder import DecoderLayer
+from tt_models.layouts import ModelLayouts, build_layouts
 from tt_models.model_args import ModelArgs
-from tt_models.precision import dtype_of, layer_precision
+from tt_models.precision import dtype_of, fixed_kernel, layer_precision
 from tt_models.rope import cos_sin_tables, transformation_matrix
 from tt_models.weights import WeightStore
 
@@ -24,32 +26,46 @@ TILE = 32
 
 class Transformer:
     def __init__(self, args: ModelArgs, mesh_device: Any, weights: WeightStore, profile: Any,
-                 max_positions: int) -> None:
+                 max_positions: int, max_batch: int) -> None:
         args.check_tt_limits()
         self.args, self.device, self.profile = args, mesh_device, profile
+        self.layouts: ModelLayouts = build_layouts(args, mesh_device, max_batch)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
         self.tok_embeddings = weights.embedding("tok_embeddings.weight")
-        self.layers = [DecoderLayer(args, weights, i, self.precisions[i]) for i in range(args.n_layers)]
+        self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts) for i in range(args.n_layers)]
         self.norm = weights.norm("norm.weight")
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
-        head_dtype = profile.precision("LM_HEAD")
-        self.lm_head = weights.linear([head], dtype_of(head_dtype), "output")
-        # Logits keep the residual stream's precision: an fp32 stream (accuracy) gets fp32 logits, exact for greedy
-        # checks; a bf16 stream gets bf16 logits, as the faster path on hardware (and HF in bf16) produces.
+        head_dtype = dtype_of(profile.precision("LM_HEAD"))
+        bounds, start = [], 0
+        for n in self.layouts.lm_head_splits:
+            bounds.append((start, start + n))
+            start += n
+        self.lm_head = [weights.linear([head], head_dtype, f"output.{i}.{a}-{b}", self.layouts.weights[f"lm_head{i}"],
+                                       columns=None if len(bounds) == 1 else (a, b))
+                        for i, (a, b) in enumerate(bounds)]
+        # Logits keep the residual stream's precision: bf16 (what argmax on device reads), fp32 only at the
+        # simulator's reference precision.
         final = self.precisions[-1].residual
         self.logits_dtype = ttnn.float32 if final == ttnn.float32 else ttnn.bfloat16
+        self.rope_dtype = ttnn.float32 if final == ttnn.float32 else ttnn.bfloat16
         cos, sin = cos_sin_tables(args.hf_config, args.head_dim, max_positions)
-        self.max_positions = max_positions
+        self.max_positions, self.max_batch = max_positions, max_batch
         # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
         self.cos_tile = self._const(cos, ttnn.TILE_LAYOUT)
         self.sin_tile = self._const(sin, ttnn.TILE_LAYOUT)
         self.cos_rows = self._const(cos, ttnn.ROW_MAJOR_LAYOUT)
         self.sin_rows = self._const(sin, ttnn.ROW_MAJOR_LAYOUT)
-        self.trans_mat = self._const(transformation_matrix(), ttnn.TILE_LAYOUT)
+        trans = transformation_matrix()
+        self.trans_mat = self._const(trans, ttnn.TILE_LAYOUT)
+        d = self.layouts.decode
+        # Decode reads the rotation tile on every core of the heads it rotates.
+        per_core = trans.repeat(1, 1, max_batch, 1)
+        self.trans_q = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_q)
+        self.trans_k = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_k)
 
-    def _const(self, t: torch.Tensor, layout: Any) -> Any:
-        # Rotation tables match the residual precision: bf16 cos/sin alone cost ~0.3% on the logits.
-        return ttnn.from_torch(t, self.precisions[0].residual, layout=layout, device=self.device)
+    def _const(self, t: torch.Tensor, layout: Any, memory_config: Any = None) -> Any:
+        return ttnn.from_torch(t, self.rope_dtype, layout=layout, device=self.device,
+                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG)
 
     def kv_cache_dtype(self) -> Any:
         return self.precisions[0].kv_cache
@@ -61,13 +77,29 @@ class Transformer:
         return ttnn.typecast(x, residual) if x.dtype != residual else x
 
     def _head(self, x: Any) -> Any:
-        x = ttnn.rms_norm(x, epsilon=self.args.norm_eps, weight=self.norm)
-        return ttnn.linear(x, self.lm_head, dtype=self.logits_dtype)
+        """Final norm and LM head on a width-sharded [1, 1, 32, dim]: one DRAM-sharded matmul per vocabulary split,
+        gathered into [1, 1, 32, vocab] in L1."""
+        d = self.layouts.decode
+        x = ttnn.rms_norm(x, epsilon=self.args.norm_eps, weight=self.norm, program_config=d.norm,
+                          memory_config=d.residual, compute_kernel_config=fixed_kernel("NORM"))
+        parts = []
+        for w, mm in zip(self.lm_head, d.lm_head, strict=True):
+            part = ttnn.linear(x, w, dtype=self.logits_dtype, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+                               program_config=mm.program, compute_kernel_config=fixed_kernel("LM_HEAD"))
+            parts.append(ttnn.sharded_to_interleaved(part, ttnn.L1_MEMORY_CONFIG))
+            ttnn.deallocate(part)
+        ttnn.deallocate(x)
+        if len(parts) == 1:
+            return parts[0]
+        logits = ttnn.concat(parts, dim=-1, memory_config=ttnn.L1_MEMORY_CONFIG)
+        for p in parts:
+            ttnn.deallocate(p)
+        return logits
 
     def prefill(self, tokens: Any, start: int, last_token_idx: int | None, kv_cache: list, page_table: Any,
                 user_id: int = 0, chunk_page_table: Any = None, fill_len: int | None = None) -> Any:
-        """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] (float32) of the tile
-        holding row last_token_idx; None (a chunk before the last) only fills the cache."""
+        """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] of the tile holding
+        row last_token_idx; None (a chunk before the last) only fills the cache."""
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
@@ -83,16 +115,27 @@ class Transformer:
         # Only the tile holding the last prompt token goes through the final norm and the LM head.
         t0 = (last_token_idx // TILE) * TILE
         x = ttnn.slice(x, [0, 0, t0, 0], [1, 1, t0 + TILE, self.args.dim])
-        return self._head(x)
+        return self._head(ttnn.to_memory_config(x, self.layouts.decode.residual))
+
+    def _decode_rot(self, rot_idxs: Any) -> Rot:
+        """Each user's cos/sin rows (gathered by position), placed next to its Q heads and next to its K heads."""
+        d, users, hd = self.layouts.decode, rot_idxs.shape[-1], self.args.head_dim
+        tables = []
+        for rows in (self.cos_rows, self.sin_rows):
+            t = ttnn.embedding(rot_idxs, rows, layout=ttnn.TILE_LAYOUT)  # [1, B, hd]
+            t = ttnn.transpose(ttnn.unsqueeze_to_4D(t), 1, 2)  # [1, B, 1, hd]: a user's row on its own tile
+            tables.append((ttnn.interleaved_to_sharded(t, d.rope_q), ttnn.interleaved_to_sharded(t, d.rope_k)))
+            ttnn.deallocate(t)
+        (cos_q, cos_k), (sin_q, sin_k) = tables
+        assert users == self.max_batch and hd == self.args.head_dim
+        return Rot(cos_q, sin_q, self.trans_q, cos_k, sin_k, self.trans_k)
 
     def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list) -> Any:
         """tokens [1, B] uint32, current_pos [B] int32 (-1 = empty slot), rot_idxs [1, B] uint32 (positions clamped
-        at 0), page_table [B, W] int32 -> logits [1, 1, B, vocab] float32."""
-        users, hd = tokens.shape[-1], self.args.head_dim
-        cos = ttnn.reshape(ttnn.embedding(rot_idxs, self.cos_rows, layout=ttnn.TILE_LAYOUT), (1, users, 1, hd))
-        sin = ttnn.reshape(ttnn.embedding(rot_idxs, self.sin_rows, layout=ttnn.TILE_LAYOUT), (1, users, 1, hd))
-        rot = Rot(cos, sin, self.trans_mat)
-        x = self._embed(tokens, users)
+        at 0), page_table [B, W] int32 -> logits [1, 1, B (padded to 32), vocab]."""
+        users = tokens.shape[-1]
+        rot = self._decode_rot(rot_idxs)
+        x = ttnn.to_memory_config(self._embed(tokens, users), self.layouts.decode.residual)
         for layer, cache in zip(self.layers, kv_cache, strict=True):
             x = layer.decode(x, rot, cache, current_pos, page_table)
         return self._head(x)

@@ -46,6 +46,17 @@ def kernel_config(setting: str) -> Any:
     )
 
 
+# Kernels no profile varies (as tt_transformers fixes them): norms accumulate in fp32 at HiFi2; the LM head runs
+# HiFi2 without fp32 accumulation.
+FIXED_KERNELS = {"NORM": ("HiFi2", True, False), "LM_HEAD": ("HiFi2", False, False)}
+
+
+def fixed_kernel(name: str) -> Any:
+    fidelity, fp32_acc, approx = FIXED_KERNELS[name]
+    return ttnn.WormholeComputeKernelConfig(math_fidelity=getattr(ttnn.MathFidelity, fidelity),
+                                            math_approx_mode=approx, fp32_dest_acc_en=fp32_acc, packer_l1_acc=True)
+
+
 def layer_precision(profile: Any, layer: int) -> LayerPrecision:
     def p(group: str) -> Any:
         return dtype_of(profile.precision(group, layer))
@@ -53,5 +64,6 @@ def layer_precision(profile: Any, layer: int) -> LayerPrecision:
     return LayerPrecision(
         wqkv=p("WQKV"), wo=p("WO"), ff1_ff3=p("FF1_FF3"), ff2=p("FF2"), kv_cache=p("KV_CACHE"),
         activation=p("ACTIVATION"), residual=p("RESIDUAL"),
-        kernels={op: kernel_config(profile.fidelity(op, layer)) for op in OP_GROUPS},
+        kernels={**{op: kernel_config(profile.fidelity(op, layer)) for op in OP_GROUPS},
+                 **{name: fixed_kernel(name) for name in FIXED_KERNELS}},
     )

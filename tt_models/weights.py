@@ -34,19 +34,26 @@ class WeightStore:
         self.device = mesh_device
         self.cache_dir = cache_dir
 
-    def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any) -> Any:
+    def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None) -> Any:
         cache = str(self.cache_dir / name) if self.cache_dir is not None else None
-        return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG,
-                              cache_file_name=cache)
+        return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device,
+                              memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG, cache_file_name=cache)
 
     def has(self, name: str) -> bool:
         return name in self.sd
 
-    def linear(self, names: list[str], dtype: Any, cache_name: str) -> Any:
-        """HF/Meta [out, in] weights, concatenated on out, stored transposed as [1, 1, in, out] tiles."""
-        return self._as_tensor(
-            cache_name, lambda: torch.cat([self.sd[n] for n in names], dim=0).t().contiguous()[None, None],
-            dtype, ttnn.TILE_LAYOUT)
+    def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
+               columns: tuple[int, int] | None = None) -> Any:
+        """HF/Meta [out, in] weights, concatenated on out, stored transposed as [1, 1, in, out] tiles; `columns`
+        keeps output columns [a, b) only (a split of the LM head)."""
+
+        def make() -> torch.Tensor:
+            w = torch.cat([self.sd[n] for n in names], dim=0)
+            if columns is not None:
+                w = w[columns[0] : columns[1]]
+            return w.t().contiguous()[None, None]
+
+        return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, memory_config)
 
     def bias(self, names: list[str], cache_name: str) -> Any:
         return self._as_tensor(cache_name, lambda: torch.cat([self.sd[n] for n in names])[None, None, None],
@@ -59,3 +66,55 @@ class WeightStore:
 
     def embedding(self, name: str) -> Any:
         return self._as_tensor(name, lambda: self.sd[name][None, None], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+
+
+class ShapeOnlyWeights(WeightStore):
+    """Device weights of the right shapes, dtypes and placements with no host data (ttnn.empty): how much a model
+    takes on a device, and whether it fits, without reading or materializing its checkpoint."""
+
+    def __init__(self, shapes: dict[str, tuple[int, ...]], mesh_device: Any) -> None:
+        super().__init__({}, mesh_device, None)
+        self.shapes = shapes
+
+    def has(self, name: str) -> bool:
+        return name in self.shapes
+
+    def _empty(self, shape: tuple[int, ...], dtype: Any, layout: Any, memory_config: Any = None) -> Any:
+        return ttnn.empty(list(shape), dtype, layout, self.device, memory_config or ttnn.DRAM_MEMORY_CONFIG)
+
+    def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
+               columns: tuple[int, int] | None = None) -> Any:
+        out = sum(self.shapes[n][0] for n in names) if columns is None else columns[1] - columns[0]
+        return self._empty((1, 1, self.shapes[names[0]][1], out), dtype, ttnn.TILE_LAYOUT, memory_config)
+
+    def bias(self, names: list[str], cache_name: str) -> Any:
+        return self._empty((1, 1, 1, sum(self.shapes[n][0] for n in names)), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+
+    def norm(self, name: str) -> Any:
+        return self._empty((1, 1, self.shapes[name][0] // 32, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+
+    def embedding(self, name: str) -> Any:
+        return self._empty((1, 1, *self.shapes[name]), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+
+
+def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
+    """The Meta-named weights of a model with these sizes and their [out, in] (or [n]) shapes."""
+    hd, dim = args.head_dim, args.dim
+    shapes: dict[str, tuple[int, ...]] = {"tok_embeddings.weight": (args.vocab_size, dim), "norm.weight": (dim,)}
+    if not args.tie_word_embeddings:
+        shapes["output.weight"] = (args.vocab_size, dim)
+    for i in range(args.n_layers):
+        p = f"layers.{i}."
+        shapes.update({
+            p + "attention.wq.weight": (args.n_heads * hd, dim), p + "attention.wk.weight": (args.n_kv_heads * hd, dim),
+            p + "attention.wv.weight": (args.n_kv_heads * hd, dim), p + "attention.wo.weight": (dim, args.n_heads * hd),
+            p + "feed_forward.w1.weight": (args.hidden_dim, dim), p + "feed_forward.w3.weight": (args.hidden_dim, dim),
+            p + "feed_forward.w2.weight": (dim, args.hidden_dim),
+            p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,),
+        })
+        if args.qkv_bias:
+            shapes.update({p + "attention.wq.bias": (args.n_heads * hd,), p + "attention.wk.bias": (args.n_kv_heads * hd,),
+                           p + "attention.wv.bias": (args.n_kv_heads * hd,)})
+        if args.qk_norm:
+            shapes.update({p + "attention.q_norm.weight": (hd,), p + "attention.k_norm.weight": (hd,)})
+    return shapes

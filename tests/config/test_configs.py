@@ -20,6 +20,11 @@ def test_shipped_profiles():
     bfp4 = load_optimizations("performance_bfp4")
     assert bfp4.precision("FF1_FF3") == "BFP4" and bfp4.precision("WQKV") == "BFP8"  # inherits the rest
     assert perf.cache_tag(30) != bfp4.cache_tag(30)
+    ref = load_optimizations("reference")
+    assert ref.simulator_only and ref.precision("KV_CACHE") == "FP32" and not acc.simulator_only
+    from tt_models.config.optimizations import hardware_profiles
+
+    assert hardware_profiles() == ["accuracy", "bf16", "performance", "performance_bfp4"]
     validate_all()
 
 
@@ -47,7 +52,7 @@ def test_bad_profiles_are_refused(tmp_path, body, match):
 
 
 def test_unknown_names():
-    known = r"known: \['accuracy', 'bf16', 'performance'"
+    known = r"known: \['accuracy', 'bf16', 'performance', 'performance_bfp4', 'reference'\]"
     with pytest.raises(ConfigError, match=r"unknown optimization 'fastest'; " + known):
         load_optimizations("fastest")
     with pytest.raises(ConfigError, match="unknown device 'N999'"):

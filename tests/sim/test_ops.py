@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.conftest import pcc
-from tests.sim.helpers import bf16, dev_tensor, host
+from tests.sim.helpers import bf16, dev_tensor, host, per_user
 from tt_models.sim import ttnn
 
 BF16_REL = 2**-8
@@ -186,17 +186,22 @@ def test_rotary_embedding_llama_prefill_and_decode(device):
                                                    dev_tensor(sin[None, None], device), tm)
     ref = _interleaved_rope(x, torch.atan2(sin[:, ::2], cos[:, ::2]))
     close(host(out), ref, rel=2**-7)
-    # decode: each user at its own position
+    # decode: each user at its own position, everything height-sharded one user per core
     users, pos = 32, torch.randint(0, seq, (32,))
     xd = bf16(torch.randn(1, users, nh, hd))
     out = ttnn.experimental.rotary_embedding_llama(
-        dev_tensor(xd, device), dev_tensor(cos[pos][None, :, None], device),
-        dev_tensor(sin[pos][None, :, None], device), tm, is_decode_mode=True)
+        dev_tensor(xd, device, memory_config=per_user(users, nh, hd)),
+        dev_tensor(cos[pos][None, :, None], device, memory_config=per_user(users, 1, hd)),
+        dev_tensor(sin[pos][None, :, None], device, memory_config=per_user(users, 1, hd)),
+        _decode_trans_mat(device, users), is_decode_mode=True)
     ref = _interleaved_rope(xd, torch.atan2(sin[pos, ::2], cos[pos, ::2])[None, :, None])
     close(host(out), ref, rel=2**-7)
-    with pytest.raises(ttnn.TTError, match="rotary_embedding_llama.*decode mode"):
-        ttnn.experimental.rotary_embedding_llama(dev_tensor(xd, device), dev_tensor(cos[None, None], device),
-                                                 dev_tensor(sin[None, None], device), tm, is_decode_mode=True)
+
+
+def _decode_trans_mat(device, users: int, t: torch.Tensor | None = None) -> ttnn.Tensor:
+    """The 32x32 matrix repeated once per user's core, as decode mode reads it."""
+    t = _trans_mat() if t is None else t
+    return dev_tensor(t.repeat(1, 1, users, 1), device, memory_config=per_user(users, 32, 32))
 
 
 @pytest.mark.parametrize("matrix", ["rotation", "scaled_rotation", "random"])
@@ -208,9 +213,11 @@ def test_rotary_embedding_llama_applies_the_given_matrix(device, matrix):
     users, nh, hd = 32, 3, 64
     x = bf16(torch.randn(1, users, nh, hd))
     cos, sin = bf16(torch.randn(1, users, 1, hd)), bf16(torch.randn(1, users, 1, hd))
-    out = ttnn.experimental.rotary_embedding_llama(dev_tensor(x, device), dev_tensor(cos, device),
-                                                   dev_tensor(sin, device), dev_tensor(t, device),
-                                                   is_decode_mode=True)
+    out = ttnn.experimental.rotary_embedding_llama(
+        dev_tensor(x, device, memory_config=per_user(users, nh, hd)),
+        dev_tensor(cos, device, memory_config=per_user(users, 1, hd)),
+        dev_tensor(sin, device, memory_config=per_user(users, 1, hd)), _decode_trans_mat(device, users, t),
+        is_decode_mode=True)
     rotated = (x.reshape(1, users, nh, 2, 32) @ t[0, 0]).reshape(x.shape)
     ref = bf16(x * cos + rotated * sin)
     assert (host(out) - ref).abs().max() <= 2**-7 * ref.abs().max()

@@ -27,6 +27,7 @@ class OptimizationProfile:
     precisions: dict[str, str]
     fidelities: dict[str, str]
     layers: dict[int, dict[str, dict[str, str]]] = field(default_factory=dict)
+    simulator_only: bool = False  # needs the simulator's reference precision (fp32 beyond what a device takes)
 
     def cache_tag(self, n_layers: int) -> str:
         """Names converted-weight caches: changes whenever a weight precision would."""
@@ -65,7 +66,7 @@ def _section(where: str, data: dict, groups: tuple, values: tuple, complete: boo
 def load_optimizations(name_or_path: str | Path) -> OptimizationProfile:
     path = named_file("optimizations", name_or_path)
     data = read_yaml(path)
-    check_keys(str(path), data, ("base", "precision", "fidelity", "layers"))
+    check_keys(str(path), data, ("base", "precision", "fidelity", "layers", "simulator_only"))
     base = load_optimizations(data["base"]) if "base" in data else None
     complete = base is None
     prec = _section(f"{path}: precision", data.get("precision", {}), TENSOR_GROUPS, PRECISIONS, complete)
@@ -85,4 +86,5 @@ def load_optimizations(name_or_path: str | Path) -> OptimizationProfile:
         precisions={**(base.precisions if base else {}), **prec},
         fidelities={**(base.fidelities if base else {}), **fid},
         layers=layers,
+        simulator_only=bool(data.get("simulator_only", base.simulator_only if base else False)),
     )

@@ -1,9 +1,11 @@
-"""Attention with a paged KV cache.
+"""Attention with a paged KV cache, on the layouts a device accepts (tt_models/layouts.py).
 
-Prefill (one user): fused QKV matmul -> heads -> RoPE -> paged_fill_cache, then causal SDPA over the prompt, or
-chunked SDPA over the paged cache when earlier tokens are already cached (long prompts, prefix-cache hits).
-Decode (whole batch): fused QKV -> heads -> RoPE -> paged_fused_update_cache (K and V) -> paged SDPA decode; users
-at position -1 (empty slots) leave the cache untouched.
+Prefill (one user, interleaved DRAM): fused QKV matmul -> heads -> RoPE -> K/V typecast to the cache dtype ->
+paged_fill_cache, then causal SDPA over the prompt, or chunked SDPA over the paged cache when earlier tokens are
+already cached (long prompts, prefix-cache hits) -> concat heads -> WO.
+Decode (whole batch): QKV from the width-sharded residual -> heads height-sharded one user per core (Q and V on the
+first B cores, K on the next B) -> RoPE next to each -> paged_fused_update_cache (K and V) -> paged SDPA decode ->
+heads regathered per user -> concat heads (one head per core) -> WO; users at position -1 leave the cache untouched.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
@@ -19,22 +22,27 @@ from tt_models.weights import WeightStore
 
 @dataclass
 class Rot:
-    """cos/sin for the current call and the rotation matrix."""
+    """cos/sin and the rotation matrix for the current call; decode holds one set next to the Q heads and one next
+    to the K heads (k_cos, k_sin, k_trans_mat)."""
 
     cos: Any
     sin: Any
     trans_mat: Any
+    k_cos: Any = None
+    k_sin: Any = None
+    k_trans_mat: Any = None
 
 
 class Attention:
-    def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision) -> None:
+    def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
+                 layouts: ModelLayouts) -> None:
         p = f"layers.{layer}.attention."
-        self.args, self.prec, self.layer = args, prec, layer
+        self.args, self.prec, self.layer, self.layouts = args, prec, layer, layouts
         self.scale = args.head_dim**-0.5
         qkv = [p + "wq.weight", p + "wk.weight", p + "wv.weight"]
-        self.wqkv = weights.linear(qkv, prec.wqkv, p + "wqkv")
+        self.wqkv = weights.linear(qkv, prec.wqkv, p + "wqkv", layouts.weights["wqkv"])
         self.bqkv = weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv") if args.qkv_bias else None
-        self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo")
+        self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo", layouts.weights["wo"])
         self.q_norm = weights.norm(p + "q_norm.weight") if args.qk_norm else None
         self.k_norm = weights.norm(p + "k_norm.weight") if args.qk_norm else None
 
@@ -44,13 +52,38 @@ class Attention:
         eps = self.args.norm_eps
         return (ttnn.rms_norm(q, epsilon=eps, weight=self.q_norm), ttnn.rms_norm(k, epsilon=eps, weight=self.k_norm))
 
+    def _qk_norm_decode(self, q: Any, k: Any) -> tuple[Any, Any]:
+        """The per-head norms of the height-sharded heads: rms_norm takes no height-sharded input, so each goes
+        through L1 interleaved and back to its one-user-per-core placement."""
+        if self.q_norm is None:
+            return q, k
+        out = []
+        for t, w in ((q, self.q_norm), (k, self.k_norm)):
+            placed = t.memory_config()
+            flat = ttnn.sharded_to_interleaved(t, ttnn.L1_MEMORY_CONFIG)
+            ttnn.deallocate(t)
+            normed = ttnn.rms_norm(flat, epsilon=self.args.norm_eps, weight=w, memory_config=ttnn.L1_MEMORY_CONFIG)
+            ttnn.deallocate(flat)
+            out.append(ttnn.interleaved_to_sharded(normed, placed))
+            ttnn.deallocate(normed)
+        return out[0], out[1]
+
+    def _qkv_bias(self, qkv: Any) -> Any:
+        return qkv if self.bqkv is None else ttnn.add(qkv, self.bqkv, dtype=ttnn.bfloat16)
+
+    # ---------------- prefill ----------------
     def prefill(self, x: Any, rot: Rot, kv_cache: list, page_table: Any, user_id: int,
                 chunk_start: int = 0, chunk_page_table: Any = None, fill_len: int | None = None) -> Any:
-        a, k_ops = self.args, self.prec.kernels
-        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=self.prec.residual,
+        a, k_ops, lay = self.args, self.prec.kernels, self.layouts
+        seq, hd = x.shape[-2], a.head_dim
+        qkv_n = hd * (a.n_heads + 2 * a.n_kv_heads)
+        qkv = ttnn.linear(x, self.wqkv, dtype=ttnn.bfloat16, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                          program_config=lay.prefill_matmul(seq, a.dim, qkv_n),
                           compute_kernel_config=k_ops["LI_QKV_PREFILL"])
+        qkv = self._qkv_bias(qkv)
         q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads,
-                                                         transpose_k_heads=False)
+                                                         transpose_k_heads=False,
+                                                         memory_config=ttnn.DRAM_MEMORY_CONFIG)
         ttnn.deallocate(qkv)
         q, k = self._qk_norm(q, k)
         q = ttnn.experimental.rotary_embedding_llama(q, rot.cos, rot.sin, rot.trans_mat)
@@ -68,34 +101,48 @@ class Attention:
 
         if chunk_start > 0:
             attn = ttnn.transformer.chunked_scaled_dot_product_attention(
-                q, k_cache, v_cache, page_table, chunk_start, scale=self.scale,
-                compute_kernel_config=k_ops["SDPA_PREFILL"])
+                q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
+                program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
         else:
             attn = ttnn.transformer.scaled_dot_product_attention(
                 q, k, v, is_causal=True, scale=self.scale, sliding_window_size=a.sliding_window,
-                compute_kernel_config=k_ops["SDPA_PREFILL"])
+                program_config=sdpa_prefill(seq, 0, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
         for t in (q, k, v):
             ttnn.deallocate(t)
-        out = ttnn.experimental.nlp_concat_heads(attn)
-        return ttnn.linear(out, self.wo, dtype=self.prec.residual, compute_kernel_config=k_ops["LI_O_PREFILL"])
+        out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        return ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                           program_config=lay.prefill_matmul(seq, a.n_heads * hd, a.dim),
+                           compute_kernel_config=k_ops["LI_O_PREFILL"])
 
+    # ---------------- decode ----------------
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
-        a, k_ops = self.args, self.prec.kernels
-        qkv = ttnn.linear(x, self.wqkv, bias=self.bqkv, dtype=self.prec.residual,
-                          compute_kernel_config=k_ops["LI_QKV_DECODE"])
-        q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads)
+        a, k_ops, d = self.args, self.prec.kernels, self.layouts.decode
+        qkv = ttnn.linear(x, self.wqkv, dtype=ttnn.bfloat16, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+                          program_config=d.qkv.program, compute_kernel_config=k_ops["LI_QKV_DECODE"])
+        qkv = ttnn.sharded_to_interleaved(qkv, ttnn.L1_MEMORY_CONFIG)
+        qkv = self._qkv_bias(qkv)
+        q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(
+            qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
         ttnn.deallocate(qkv)
-        q, k = self._qk_norm(q, k)
+        # The heads come one user per core on the first B cores; K moves to the next B so that K and V (on disjoint
+        # cores) update the cache in one op.
+        k_moved = ttnn.to_memory_config(k, d.k_heads)
+        ttnn.deallocate(k)
+        k = k_moved
+        q, k = self._qk_norm_decode(q, k)
         q = ttnn.experimental.rotary_embedding_llama(q, rot.cos, rot.sin, rot.trans_mat, is_decode_mode=True)
-        k = ttnn.experimental.rotary_embedding_llama(k, rot.cos, rot.sin, rot.trans_mat, is_decode_mode=True)
+        k = ttnn.experimental.rotary_embedding_llama(k, rot.k_cos, rot.k_sin, rot.k_trans_mat, is_decode_mode=True)
         k_cache, v_cache = kv_cache
-        # K and V land at the same positions through the same page table: one fused update, as tt_transformers does.
         ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs_tensor=current_pos,
                                                    page_table=page_table)
         attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
-            q, k_cache, v_cache, cur_pos_tensor=current_pos, page_table_tensor=page_table, scale=self.scale,
-            sliding_window_size=a.sliding_window, compute_kernel_config=k_ops["SDPA_DECODE"])
+            q, k_cache, v_cache, page_table, cur_pos_tensor=current_pos, scale=self.scale,
+            sliding_window_size=a.sliding_window, program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            compute_kernel_config=k_ops["SDPA_DECODE"])
         for t in (q, k, v):
             ttnn.deallocate(t)
+        attn = ttnn.to_memory_config(attn, d.scores)
         out = ttnn.experimental.nlp_concat_heads_decode(attn, num_heads=a.n_heads)
-        return ttnn.linear(out, self.wo, dtype=self.prec.residual, compute_kernel_config=k_ops["LI_O_DECODE"])
+        ttnn.deallocate(attn)
+        return ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+                           program_config=d.wo.program, compute_kernel_config=k_ops["LI_O_DECODE"])

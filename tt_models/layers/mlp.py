@@ -1,29 +1,48 @@
-"""SwiGLU feed-forward: w2(silu(w1 x) * w3 x), with SiLU fused into the multiply as TT does."""
+"""SwiGLU feed-forward: w2(silu(w1 x) * w3 x), with SiLU fused into the multiply as TT does.
+
+Decode multiplies straight from the width-sharded residual and keeps every intermediate width-sharded in L1 (the
+gate/up product feeds w2 in the sharding it comes in); prefill runs on interleaved DRAM with 2-D matmuls."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layouts import ModelLayouts
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
 
 class MLP:
-    def __init__(self, weights: WeightStore, layer: int, prec: LayerPrecision) -> None:
+    def __init__(self, weights: WeightStore, layer: int, prec: LayerPrecision, layouts: ModelLayouts) -> None:
         p = f"layers.{layer}.feed_forward."
-        self.prec = prec
-        self.w1 = weights.linear([p + "w1.weight"], prec.ff1_ff3, p + "w1")
-        self.w3 = weights.linear([p + "w3.weight"], prec.ff1_ff3, p + "w3")
-        self.w2 = weights.linear([p + "w2.weight"], prec.ff2, p + "w2")
+        self.prec, self.layouts = prec, layouts
+        self.w1 = weights.linear([p + "w1.weight"], prec.ff1_ff3, p + "w1", layouts.weights["w1_w3"])
+        self.w3 = weights.linear([p + "w3.weight"], prec.ff1_ff3, p + "w3", layouts.weights["w1_w3"])
+        self.w2 = weights.linear([p + "w2.weight"], prec.ff2, p + "w2", layouts.weights["w2"])
 
-    def __call__(self, x: Any) -> Any:
+    def _run(self, x: Any, mem: Any, pc_up: Any, pc_down: Any) -> Any:
         k = self.prec.kernels
-        gate = ttnn.linear(x, self.w1, dtype=self.prec.residual, compute_kernel_config=k["LI_FF1_FF3"])
-        up = ttnn.linear(x, self.w3, dtype=self.prec.residual, compute_kernel_config=k["LI_FF1_FF3"])
-        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation)
+        gate = ttnn.linear(x, self.w1, dtype=ttnn.bfloat16, memory_config=mem, program_config=pc_up,
+                           compute_kernel_config=k["LI_FF1_FF3"])
+        up = ttnn.linear(x, self.w3, dtype=ttnn.bfloat16, memory_config=mem, program_config=pc_up,
+                         compute_kernel_config=k["LI_FF1_FF3"])
+        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation,
+                     memory_config=gate.memory_config())
         ttnn.deallocate(gate)
         ttnn.deallocate(up)
-        out = ttnn.linear(h, self.w2, dtype=self.prec.residual, compute_kernel_config=k["LI_FF2"])
+        out = ttnn.linear(h, self.w2, dtype=self.prec.residual, memory_config=mem, program_config=pc_down,
+                          compute_kernel_config=k["LI_FF2"])
         ttnn.deallocate(h)
         return out
+
+    def decode(self, x: Any) -> Any:
+        d = self.layouts.decode
+        return self._run(x, ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG, d.w1_w3.program, d.w2.program)
+
+    def prefill(self, x: Any) -> Any:
+        seq, dim = x.shape[-2], x.shape[-1]
+        hidden = self.w1.shape[-1]
+        lay = self.layouts
+        return self._run(x, ttnn.DRAM_MEMORY_CONFIG, lay.prefill_matmul(seq, dim, hidden),
+                         lay.prefill_matmul(seq, hidden, dim))

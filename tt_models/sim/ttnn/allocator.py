@@ -44,7 +44,7 @@ class ChipSpec:
     dram_alignment: int  # page alignment in DRAM
     l1_alignment: int  # page alignment in L1
     allocator_alignment: int  # bytes per bank are rounded up to this
-    trace_alignment: int = 4096
+    trace_alignment: int = 8192  # the trace region is whole 8 KiB pages per DRAM bank
 
     @property
     def l1_banks(self) -> int:

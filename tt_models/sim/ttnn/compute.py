@@ -90,6 +90,13 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
     return replay
 
 
+def reference_precision(t: Any) -> bool:
+    """Whether t's device runs at the simulator-only reference precision (fp32 wherever the model asks for it,
+    beyond what a device accepts); enabled by the `reference` profile, which real ttnn refuses."""
+    dev = getattr(t, "device_or_none", None)
+    return bool(dev is not None and getattr(dev, "reference_precision", False))
+
+
 def f32(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.float32 else x.float()
 

@@ -56,6 +56,8 @@ class MeshDevice:
 
     def __init__(self, shape: MeshShape, device_ids: list[int], trace_region_size: int = 0, **options: Any) -> None:
         self.chip = _CHIP_MEMORY[device_ids[0]].chip
+        # Simulator only: fp32 accepted wherever the model asks for it (the `reference` profile; see compute.py).
+        self.reference_precision = False
         self.shape = shape
         self._device_ids = device_ids
         self.trace_region_size = trace_region_size
@@ -106,6 +108,11 @@ class MeshDevice:
             MeshDevice(MeshShape(rows, cols), self._device_ids[i * per : (i + 1) * per], self.trace_region_size)
             for i in range(n)
         ]
+
+    def enable_reference_precision(self) -> None:
+        """Simulator only (no device has it): let ops take fp32 operands a device refuses, for bit-accurate
+        comparisons with fp32 references."""
+        self.reference_precision = True
 
     def enable_program_cache(self) -> None:
         """Programs are plain Python here: there is nothing to cache."""

@@ -1,7 +1,7 @@
 """ttnn.experimental: the ops tt_transformers reaches through this namespace."""
 
 from .heads import nlp_concat_heads, nlp_concat_heads_decode, nlp_create_qkv_heads, nlp_create_qkv_heads_decode
-from .paged import paged_fill_cache, paged_fused_update_cache, paged_update_cache
+from .paged_cache import paged_fill_cache, paged_fused_update_cache, paged_update_cache
 from .rotary import rotary_embedding_llama
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .compute import derived, f32, f32_cached, output, per_device
+from .compute import derived, f32, f32_cached, output, per_device, reference_precision
 from .memory import MemoryConfig, TensorMemoryLayout
 from .rules import rules
 from .tensor import Tensor
@@ -123,7 +123,7 @@ def _validate(x: Tensor, cos: Tensor, sin: Tensor, tm: Tensor, decode: bool, out
     HEAD_DIM_MAX.require(hd <= 256)
     if decode:
         HEAD_DIM_TILE.require(hd % TILE_SIZE == 0)
-    BF16_ONLY.require(all(t.dtype == DataType.BFLOAT16 for t in named.values()))
+    BF16_ONLY.require(all(t.dtype == DataType.BFLOAT16 or reference_precision(t) for t in named.values()))
     SAME_LAYOUT.require(out_mc.memory_layout == _layout(x))
     COS_SIN_DIMS.require(tuple(cos.shape) == tuple(sin.shape))
     if decode:

@@ -35,7 +35,8 @@ class Rule:
 
     def pattern(self) -> re.Pattern:
         """Matches the real message with any printed values."""
-        parts = [re.escape(" ".join(p.split())) for p in self.message.split("{}")]
+        parts = [re.escape(" ".join(p.replace("{{", "{").replace("}}", "}").split()))
+                 for p in self.message.split("{}")]
         return re.compile(".*?".join(parts), re.S)
 
 

@@ -56,7 +56,10 @@ def _kernel_for(rec: Any, out: Any) -> Kernel | None:
     from .tensor import Tensor
 
     if rec.writes:
-        if rec.runs or rec.outputs or out is not None:
+        # An in-place op returns the buffers it wrote (the cache), which replay leaves where they are.
+        written = {id(t) for _, tensors in rec.writes for t in tensors if isinstance(t, Tensor)}
+        returned = [] if out is None else list(out) if isinstance(out, (list, tuple)) else [out]
+        if rec.runs or rec.outputs or any(id(o) not in written for o in returned):
             return None
         return Kernel([functools.partial(run_write, fn, tensors) for fn, tensors in rec.writes])
     runs = {id(shards): (fn, tensors) for fn, tensors, shards in rec.runs}

@@ -1,7 +1,7 @@
 """ttnn.transformer: attention ops."""
 
 from .attention import chunked_scaled_dot_product_attention, scaled_dot_product_attention
-from .paged import paged_scaled_dot_product_attention_decode
+from .sdpa_decode import paged_scaled_dot_product_attention_decode
 
 __all__ = [
     "chunked_scaled_dot_product_attention",

@@ -1,0 +1,208 @@
+"""Where each tensor of the model lives on a device and how each op spreads its work: memory and program configs,
+as data computed once from the model's sizes and the device's grid, named for what they shard.
+
+Decode follows tt_transformers' single-device layout: the residual stream stays width-sharded in L1; the weights of
+every decode matmul are width-sharded over the DRAM banks and multiplied with DRAM-sharded program configs, each
+taking its input's width sharding as it comes; attention heads are height-sharded one user per core (Q and V on the
+first B cores, K on the next B, so K and V update the cache in one fused op); rotary tables are per-user shards next
+to the heads they rotate. Prefill runs on interleaved DRAM with 2-D multicast matmuls over the same weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from tt_models.backend import ttnn
+
+TILE = 32
+MAX_CORES = 64
+
+
+def _tiles(n: int) -> int:
+    return -(-n // TILE)
+
+
+def largest_divisor(n: int, at_most: int = 8) -> int:
+    return max(i for i in range(1, at_most + 1) if n % i == 0)
+
+
+def residual_cores(dim_tiles: int, grid: tuple[int, int]) -> tuple[int, int]:
+    """(x, y) of the grid holding the width-sharded residual: the number of cores dividing the width's tiles that
+    is nearest to 32 (enough cores to spread the reads, few enough that shards stay whole tiles), laid as few
+    rows as fit the grid's width."""
+    gx, gy = grid
+    counts = [c for c in range(1, min(MAX_CORES, gx * gy) + 1) if dim_tiles % c == 0]
+    for c in sorted(counts, key=lambda c: (abs(c - 32), -c)):
+        for rows in range(1, gy + 1):
+            if c % rows == 0 and c // rows <= gx:
+                return c // rows, rows
+    raise ValueError(f"no core grid divides {dim_tiles} tiles on a {gx}x{gy} grid")
+
+
+def dram_sharded_weight(ttnn_: Any, k: int, n: int, banks: int) -> Any:
+    """A [k, n] weight width-sharded over the DRAM banks: n is padded to whole tiles per bank, each bank holding a
+    [k, padded_n / banks] column strip, as DRAM-sharded matmuls stream it."""
+    padded = -(-n // (TILE * banks)) * TILE * banks
+    grid = ttnn_.CoreRangeSet({ttnn_.CoreRange(ttnn_.CoreCoord(0, 0), ttnn_.CoreCoord(banks - 1, 0))})
+    spec = ttnn_.ShardSpec(grid, [k, padded // banks], ttnn_.ShardOrientation.ROW_MAJOR)
+    return ttnn_.MemoryConfig(ttnn_.TensorMemoryLayout.WIDTH_SHARDED, ttnn_.BufferType.DRAM, spec)
+
+
+@dataclass(frozen=True)
+class DramMatmul:
+    """A decode matmul whose input is width-sharded on `cores` cores and whose weight streams from the DRAM
+    banks; its output lands width-sharded on ceil(n_tiles / per_core_N) cores."""
+
+    program: Any
+    cores: int
+    out_cores: int
+
+
+def dram_matmul(k: int, n: int, cores: int) -> DramMatmul:
+    k_per_core = _tiles(k) // cores
+    per_core_n = -(-_tiles(n) // cores)
+    pc = ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(
+        in0_block_w=largest_divisor(k_per_core), per_core_M=1, per_core_N=per_core_n, fused_activation=None)
+    return DramMatmul(pc, cores, -(-_tiles(n) // per_core_n))
+
+
+def prefill_matmul(m: int, k: int, n: int, grid: tuple[int, int]) -> Any:
+    """2-D multicast program config for an [m, k] x [k, n] prefill matmul on up to grid (x, y) cores: rows of the
+    output over the grid's rows, columns over its columns."""
+    gx = grid[0]
+    gy = largest_divisor(_tiles(k), grid[1])  # in0 blocks of k split evenly over the rows that share them
+    per_core_m = max(1, -(-_tiles(m) // gy))
+    per_core_n = -(-_tiles(n) // gx)
+    return ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=largest_divisor(_tiles(k) // gy),
+        out_subblock_h=1, out_subblock_w=largest_divisor(per_core_n, 4), per_core_M=per_core_m, per_core_N=per_core_n,
+        transpose_mcast=False, fused_activation=None, fuse_batch=True)
+
+
+def width_sharded(rows: int, width: int, grid_xy: tuple[int, int]) -> Any:
+    """[rows, width] split by columns over a grid_xy (x, y) block of cores from (0, 0)."""
+    x, y = grid_xy
+    return ttnn.create_sharded_memory_config((rows, width // (x * y)), ttnn.CoreGrid(x=x, y=y),
+                                             ttnn.ShardStrategy.WIDTH, ttnn.ShardOrientation.ROW_MAJOR,
+                                             use_height_and_width_as_shard_shape=True)
+
+
+def per_user(rows: int, width: int, cores: Any) -> Any:
+    """Height-sharded, one user per core of `cores`: each user's [rows (tile padded), width]."""
+    spec = ttnn.ShardSpec(cores, [-(-rows // TILE) * TILE, width], ttnn.ShardOrientation.ROW_MAJOR)
+    return ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1, spec)
+
+
+@dataclass(frozen=True)
+class DecodeLayouts:
+    residual: Any  # memory config of the width-sharded residual stream [1, 1, B, dim]
+    residual_grid: tuple[int, int]
+    norm: Any  # sharded rms_norm program config on the residual grid
+    qkv: DramMatmul
+    wo: DramMatmul
+    w1_w3: DramMatmul
+    w2: DramMatmul
+    lm_head: list[DramMatmul]  # one per vocabulary split
+    q_cores: Any  # cores of Q and V heads (first B), and of K heads (next B)
+    k_cores: Any
+    k_heads: Any  # K heads one user per core on k_cores
+    scores: Any  # attention output regathered one user per core for concatenating heads
+    rope_q: Any  # cos/sin rows next to Q heads, and next to K heads
+    rope_k: Any
+    trans_q: Any  # the rotation matrix tile on every Q core, and on every K core
+    trans_k: Any
+    sdpa: Any
+
+
+@dataclass(frozen=True)
+class ModelLayouts:
+    decode: DecodeLayouts
+    weights: dict[str, Any]  # weight name -> DRAM-sharded memory config
+    lm_head_splits: list[int]  # vocabulary columns per LM-head split
+    sdpa_prefill: Any
+    grid: tuple[int, int]
+
+    def prefill_matmul(self, m: int, k: int, n: int) -> Any:
+        return prefill_matmul(m, k, n, self.grid)
+
+
+def lm_head_splits(vocab: int, cores: int, max_per_core: int = 668) -> list[int]:
+    """Vocabulary columns per LM-head matmul: each split at most max_per_core columns per core (what one core's L1
+    holds for a bf16 output row block), widths whole tiles per core so every split stays tile aligned."""
+    step = (max_per_core * cores) // (TILE * cores) * (TILE * cores)
+    splits, left = [], vocab
+    while left > 0:
+        splits.append(min(step, left))
+        left -= splits[-1]
+    return splits
+
+
+def build_layouts(args: Any, device: Any, batch: int) -> ModelLayouts:
+    grid_c = device.compute_with_storage_grid_size()
+    grid = (grid_c.x, grid_c.y)
+    banks = device.dram_grid_size().x
+    if 2 * batch > grid[0] * grid[1]:
+        raise ValueError(f"{batch} users need {2 * batch} cores for decode heads; the device has "
+                         f"{grid[0] * grid[1]}")
+    dim, hd = args.dim, args.head_dim
+    qkv_n = hd * (args.n_heads + 2 * args.n_kv_heads)
+    rx, ry = residual_cores(_tiles(dim), grid)
+    rc = rx * ry
+    residual = width_sharded(TILE, dim, (rx, ry))
+    block_w = _tiles(dim) // rc
+    norm = ttnn.LayerNormShardedMultiCoreProgramConfig(
+        compute_with_storage_grid_size=ttnn.CoreCoord(rx, ry), subblock_w=largest_divisor(block_w, 4), block_h=1,
+        block_w=block_w, inplace=False)
+    qkv = dram_matmul(dim, qkv_n, rc)
+    wo = dram_matmul(args.n_heads * hd, dim, args.n_heads)  # concatenated heads arrive one head per core
+    w1_w3 = dram_matmul(dim, args.hidden_dim, rc)
+    w2 = dram_matmul(args.hidden_dim, dim, w1_w3.out_cores)  # straight from the gate*up product's sharding
+    splits = lm_head_splits(args.vocab_size, rc)
+    lm = [dram_matmul(dim, n, rc) for n in splits]
+    # Head placement on an at-most-8-wide block from (0, 0): on wider grids (Blackhole's 13) 32 users would span two
+    # ranges, which sends nlp_concat_heads_decode down its sub-core-grid path (it crashes in 0.81.1 without one).
+    heads_grid = ttnn.CoreCoord(min(8, grid[0]), grid[1])
+    full = ttnn.num_cores_to_corerangeset(2 * batch, heads_grid, True)
+    q_cores = ttnn.num_cores_to_corerangeset(batch, heads_grid, True)
+    k_cores = full.subtract(q_cores)
+    padded_heads = _tiles(args.n_heads) * TILE
+    decode = DecodeLayouts(
+        residual=residual, residual_grid=(rx, ry), norm=norm, qkv=qkv, wo=wo, w1_w3=w1_w3, w2=w2, lm_head=lm,
+        q_cores=q_cores, k_cores=k_cores, k_heads=per_user(args.n_kv_heads, hd, k_cores),
+        scores=per_user(padded_heads, hd, q_cores),
+        rope_q=per_user(1, hd, q_cores), rope_k=per_user(1, hd, k_cores),
+        trans_q=per_user(TILE, TILE, q_cores), trans_k=per_user(TILE, TILE, k_cores),
+        sdpa=ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid_c, q_chunk_size=0, k_chunk_size=0,
+                                    exp_approx_mode=False),
+    )
+    weights = {
+        "wqkv": dram_sharded_weight(ttnn, dim, qkv_n, banks),
+        "wo": dram_sharded_weight(ttnn, args.n_heads * hd, dim, banks),
+        "w1_w3": dram_sharded_weight(ttnn, dim, args.hidden_dim, banks),
+        "w2": dram_sharded_weight(ttnn, args.hidden_dim, dim, banks),
+        **{f"lm_head{i}": dram_sharded_weight(ttnn, dim, n, banks) for i, n in enumerate(splits)},
+    }
+    return ModelLayouts(decode=decode, weights=weights, lm_head_splits=splits, sdpa_prefill=None, grid=grid)
+
+
+def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int]) -> Any:
+    """Q/K chunks of 64 rows (256 from 2048 on); a chunk after a prefix starts on a chunk boundary."""
+    size = 256 if seq >= 2048 else 64
+    if chunk_start:
+        size = min(size, chunk_start & -chunk_start)
+    return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=size,
+                                  k_chunk_size=size, exp_approx_mode=False)
+
+
+def fp32_representable(x: float) -> float:
+    """x rounded to the nearest fp32: some 0.81.1 bindings take only floats an fp32 holds exactly (measured:
+    chunked_scaled_dot_product_attention's scale)."""
+    import struct
+
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+__all__ = ["ModelLayouts", "DecodeLayouts", "DramMatmul", "build_layouts", "sdpa_prefill", "fp32_representable",
+           "math"]
