@@ -74,7 +74,8 @@ class TTCausalLM(Generator):
         meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
         weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
-        model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk), max_batch_size)
+        model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),
+                            max_batch_size)
         logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
                     profile_name, max_batch_size, max_seq_len)
         return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)

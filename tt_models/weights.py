@@ -113,7 +113,8 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
             p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,),
         })
         if args.qkv_bias:
-            shapes.update({p + "attention.wq.bias": (args.n_heads * hd,), p + "attention.wk.bias": (args.n_kv_heads * hd,),
+            shapes.update({p + "attention.wq.bias": (args.n_heads * hd,),
+                           p + "attention.wk.bias": (args.n_kv_heads * hd,),
                            p + "attention.wv.bias": (args.n_kv_heads * hd,)})
         if args.qk_norm:
             shapes.update({p + "attention.q_norm.weight": (hd,), p + "attention.k_norm.weight": (hd,)})
