@@ -206,7 +206,7 @@ def run_call(ttnn: Any, device: Any, call: dict) -> dict:
         text = str(e)
         # The raw text up to the backtrace, for tests of the report parser (tests/checks/test_report.py).
         raw = text.split("backtrace:")[0] + ("backtrace:\n" if "backtrace:" in text else "")
-        return {"ok": False, "error": first_line(text), "raw": raw[:2000]}
+        return {"ok": False, "error": first_line(text), "raw": raw[:4000]}
     outs = out if isinstance(out, (list, tuple)) else [out]
     after = _allocated(ttnn, device)
     return {"ok": True, "out": [encode(o) if type(o).__name__ == "Tensor" else None for o in outs],
@@ -223,4 +223,4 @@ def first_line(text: str) -> str:
     """The rule text of an error: TT_FATAL's info line, else the first line."""
     m = re.search(r"\ninfo:\n(.*?)(?:\nbacktrace:|$)", text, re.S)
     body = m.group(1) if m else text.split("backtrace:")[0]
-    return " ".join(body.split())[:400]
+    return " ".join(body.split())[:1000]

@@ -97,6 +97,17 @@ def placement() -> Iterator[tuple[str, dict]]:
     yield "shard/height/bfp8", zeros([1, 1, 256, 128], "BFLOAT8_B", "TILE", height((64, 128), 4))
     yield "shard/height/unaligned-shard", zeros([1, 1, 64, 64], "BFLOAT16", "TILE", height((16, 64), 4))
     yield "shard/height/row-major", zeros([1, 1, 8, 20], "BFLOAT16", "ROW_MAJOR", height((2, 20), 4))
+    yield "shard/height/narrow", zeros([1, 1, 64, 64], "BFLOAT16", "TILE", height((32, 32), 4))
+    yield "shard/width/short", zeros([1, 1, 64, 576], "BFLOAT16", "TILE", width((32, 32), 18))
+    yield "shard/block/two-ranges", zeros([1, 1, 64, 64], "BFLOAT16", "TILE",
+                                          mem("BLOCK_SHARDED", "L1", [(0, 0, 1, 0), (0, 1, 1, 1)], (32, 32)))
+    yield "shard/block/too-many-cols", zeros([1, 1, 64, 128], "BFLOAT16", "TILE", block((32, 32), 2, 4))
+    yield "shard/block/col-major-too-many", zeros([1, 1, 128, 64], "BFLOAT16", "TILE",
+                                                  block((32, 32), 2, 4, "COL_MAJOR"))
+    yield "shard/block/col-major-too-wide", zeros([1, 1, 64, 128], "BFLOAT16", "TILE",
+                                                  block((32, 32), 4, 2, "COL_MAJOR"))
+    yield "shard/dram-block/two-rows", zeros([1, 1, 64, 64], "BFLOAT16", "TILE",
+                                             mem("BLOCK_SHARDED", "DRAM", [(0, 0, 1, 1)], (32, 32)))
     yield "shard/height/off-grid", zeros([1, 1, 32 * 9, 32], "BFLOAT16", "TILE",
                                          mem("HEIGHT_SHARDED", "L1", [(0, 0, 8, 0)], (32, 32)))
     yield "shard/height/grid-too-big", zeros([1, 1, 32, 32], "BFLOAT16", "TILE", height((32, 32), 4))
@@ -386,6 +397,150 @@ def sdpa_decode() -> Iterator[tuple[str, dict]]:
                                               sliding_window_size=128)
 
 
+def matmul() -> Iterator[tuple[str, dict]]:
+    """matmul/linear: the general rules, the program configs' common rules, 2-D multicast and DRAM-sharded
+    configs (the decode and prefill forms the models use), with each rule broken next to its valid call."""
+    a, b = T([1, 1, 32, 64]), T([64, 128])
+    yield "matmul/ok", call("matmul", a, b)
+    yield "matmul/a-host", call("matmul", host([1, 1, 32, 64], layout="TILE"), b)
+    yield "matmul/a-row-major", call("matmul", T([1, 1, 32, 64], layout="ROW_MAJOR"), b)
+    yield "matmul/a-int32", call("matmul", T([1, 1, 32, 64], "INT32"), b)
+    yield "matmul/a-bfp8", call("matmul", T([1, 1, 32, 64], "BFLOAT8_B"), b)
+    yield "matmul/b-uint16", call("matmul", a, T([64, 128], "UINT16"))
+    yield "matmul/b-bfp4", call("matmul", a, T([64, 128], "BFLOAT4_B"))
+    yield "matmul/k-mismatch", call("matmul", a, T([96, 128]))
+    yield "matmul/k-unaligned", call("matmul", T([1, 1, 32, 100]), T([100, 128]))
+    yield "matmul/b-batched-rank-up", call("matmul", T([64, 128]), T([4, 128, 256]))
+    yield "matmul/a-rank2-b-rank2", call("matmul", T([64, 128]), T([128, 256]))
+    yield "matmul/batched-b-rank-3-vs-4", call("matmul", T([1, 2, 64, 128]), T([2, 128, 64]))
+    yield "matmul/batched-equal", call("matmul", T([1, 2, 64, 128]), T([1, 2, 128, 64]))
+    yield "matmul/batched-2-vs-3", call("matmul", T([1, 2, 64, 128]), T([1, 3, 128, 64]))
+    yield "matmul/l1-inputs", call("matmul", {**a, "mem": L1}, {**b, "mem": L1})
+    yield "matmul/dtype-bfp8-out", call("linear", a, b, dtype=enum("DataType.BFLOAT8_B"))
+    yield "matmul/bias", call("linear", a, b, bias=T([1, 1, 1, 128]))
+
+    def pc2d(gx: int = 8, gy: int = 2, in0: int = 2, sub_h: int = 1, sub_w: int = 1, m: int = 1, n: int = 1,
+             transpose: bool = False) -> dict:
+        return obj("MatmulMultiCoreReuseMultiCastProgramConfig", compute_with_storage_grid_size=coord(gx, gy),
+                   in0_block_w=in0, out_subblock_h=sub_h, out_subblock_w=sub_w, per_core_M=m, per_core_N=n,
+                   transpose_mcast=transpose, fused_activation=None, fuse_batch=True)
+
+    x2, w2 = T([1, 1, 64, 256]), T([1, 1, 256, 256], "BFLOAT8_B")
+    yield "matmul/2d/ok", call("linear", x2, w2, program_config=pc2d())
+    yield "matmul/2d/subblock-2x8", call("linear", x2, w2, program_config=pc2d(sub_h=2, sub_w=8, m=2, n=8, gx=1,
+                                                                               gy=1))
+    yield "matmul/2d/grid-9x8", call("linear", x2, w2, program_config=pc2d(gx=9, gy=8))
+    yield "matmul/2d/in0-block-w-3", call("linear", x2, w2, program_config=pc2d(in0=3))
+    yield "matmul/2d/too-many-x", call("linear", x2, w2, program_config=pc2d(gx=4))
+    yield "matmul/2d/too-many-y", call("linear", x2, w2, program_config=pc2d(gy=1))
+    yield "matmul/2d/per-core-m-too-big", call("linear", x2, w2, program_config=pc2d(m=4))
+    yield "matmul/2d/dram-sharded-weight", call("linear", x2, T([1, 1, 256, 256], "BFLOAT8_B", m=mem(
+        "WIDTH_SHARDED", "DRAM", [(0, 0, 11, 0)], (256, 32))), program_config=pc2d())
+    yield "matmul/2d/block-sharded-out", call("linear", x2, w2, program_config=pc2d(), memory_config=mem(
+        "BLOCK_SHARDED", "L1"))
+    yield "matmul/core-grid-and-pc", call("linear", x2, w2, program_config=pc2d(),
+                                          core_grid=obj("CoreGrid", x=8, y=2))
+
+    # DRAM-sharded decode GEMM: [32, 576] width-sharded on 18 cores, weight width-sharded over the 12 DRAM banks
+    def pcd(in0: int = 1, n: int = 2, m: int = 1) -> dict:
+        return obj("MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig", in0_block_w=in0, per_core_M=m,
+                   per_core_N=n, fused_activation=None)
+
+    xd = T([1, 1, 32, 576], m=mem("WIDTH_SHARDED", "L1", rows(18, width=6), (32, 32)))
+    wd = T([1, 1, 576, 960], "BFLOAT8_B", m=mem("WIDTH_SHARDED", "DRAM", [(0, 0, 11, 0)], (576, 96)))
+    ws = mem("WIDTH_SHARDED", "L1")
+    yield "matmul/dram-sharded/ok", call("linear", xd, wd, program_config=pcd(), memory_config=ws,
+                                         dtype=enum("DataType.BFLOAT16"))
+    yield "matmul/dram-sharded/a-interleaved", call("linear", T([1, 1, 32, 576], m=L1), wd, program_config=pcd(),
+                                                    memory_config=ws)
+    yield "matmul/dram-sharded/out-dram", call("linear", xd, wd, program_config=pcd())
+    yield "matmul/dram-sharded/a-col-major", call("linear", T([1, 1, 32, 576], m=mem(
+        "WIDTH_SHARDED", "L1", rows(18, width=6), (32, 32), "COL_MAJOR")), wd, program_config=pcd(), memory_config=ws)
+    yield "matmul/dram-sharded/m-64", call("linear", T([1, 1, 64, 576], m=mem(
+        "WIDTH_SHARDED", "L1", rows(18, width=6), (64, 32))), wd, program_config=pcd(m=2), memory_config=ws)
+    yield "matmul/dram-sharded/in0-block-w-3", call("linear", T([1, 1, 32, 576], m=mem(
+        "WIDTH_SHARDED", "L1", rows(9), (32, 64))), wd, program_config=pcd(in0=4), memory_config=ws)
+    yield "matmul/dram-sharded/b-interleaved", call("linear", xd, T([1, 1, 576, 960], "BFLOAT8_B"),
+                                                    program_config=pcd(), memory_config=ws)
+    yield "matmul/dram-sharded/uneven-k", call("linear", T([1, 1, 32, 640], m=mem(
+        "WIDTH_SHARDED", "L1", rows(7), (32, 96))), T([1, 1, 640, 960], "BFLOAT8_B", m=mem(
+            "WIDTH_SHARDED", "DRAM", [(0, 0, 11, 0)], (640, 96))), program_config=pcd(in0=1), memory_config=ws)
+    yield "matmul/pc-in0-block-w-0", call("linear", xd, wd, program_config=pcd(in0=0), memory_config=ws)
+
+
+def heads() -> Iterator[tuple[str, dict]]:
+    """Splitting QKV into heads and concatenating heads, decode (height-sharded one user per core) and prefill."""
+    dec, cat = "experimental.nlp_create_qkv_heads_decode", "experimental.nlp_concat_heads_decode"
+    hs = mem("HEIGHT_SHARDED", "L1")
+
+    def qkv(users: int = 32, width: int = 12 * 64, dtype: str = "BFLOAT16", m: dict = L1, layout: str = "TILE",
+            dim1: int = 1) -> dict:
+        return T([1, dim1, users, width], dtype, layout, m)
+
+    def dd(x: dict = None, nh: int = 8, nkv: int = 2, **kw: Any) -> dict:
+        return call(dec, x or qkv(), num_heads=nh, num_kv_heads=nkv, **{"memory_config": hs, **kw})
+
+    yield "heads-decode/ok", dd()
+    yield "heads-decode/smollm2", dd(qkv(width=15 * 64), nh=9, nkv=3)
+    yield "heads-decode/4-users", dd(qkv(users=4, width=8 * 32), nh=4, nkv=2)
+    yield "heads-decode/width-6176", dd(qkv(width=6176), nh=32, nkv=8)
+    yield "heads-decode/bfp8", dd(qkv(dtype="BFLOAT8_B"))
+    yield "heads-decode/fp32", dd(qkv(dtype="FLOAT32"))
+    yield "heads-decode/row-major", dd(qkv(layout="ROW_MAJOR"))
+    yield "heads-decode/64-users", dd(qkv(users=64))
+    yield "heads-decode/dim1-2", dd(qkv(dim1=2))
+    yield "heads-decode/height-sharded-input", dd(qkv(m=height((32, 12 * 64), 1)))
+    yield "heads-decode/width-sharded-input", dd(qkv(m=width((32, 64), 12)))
+    yield "heads-decode/width-sharded-no-overlap", dd(qkv(m=width((32, 64), 12)), overlap_qk_coregrid=False)
+    yield "heads-decode/col-major-input", dd(qkv(m=mem("WIDTH_SHARDED", "L1", rows(12), (32, 64), "COL_MAJOR")))
+    yield "heads-decode/4q-8kv", dd(qkv(width=20 * 64), nh=4, nkv=8)
+    yield "heads-decode/12q-8kv", dd(qkv(width=28 * 64), nh=12, nkv=8)
+    yield "heads-decode/output-grid-16", dd(memory_config=height((32, 64), 16))
+    yield "heads-decode/output-grid-64", dd(memory_config=height((32, 64), 64))
+    yield "heads-decode/dram-output-config", dd(memory_config=DRAM)
+
+    def hs_in(users: int = 32, padded: int = 32, hd: int = 64, per_core: int = 1, dtype: str = "BFLOAT16",
+              m: dict | None = None) -> dict:
+        return T([1, users, padded, hd], dtype, m=m or height((padded * per_core, hd), users // per_core))
+
+    yield "concat-decode/ok", call(cat, hs_in(), num_heads=9)
+    yield "concat-decode/8-heads", call(cat, hs_in(), num_heads=8)
+    yield "concat-decode/8-users", call(cat, hs_in(users=8), num_heads=8)
+    yield "concat-decode/bfp8", call(cat, hs_in(dtype="BFLOAT8_B"), num_heads=8)
+    yield "concat-decode/fp32", call(cat, hs_in(dtype="FLOAT32"), num_heads=8)
+    yield "concat-decode/64-users", call(cat, hs_in(users=64), num_heads=8)
+    yield "concat-decode/33-heads", call(cat, hs_in(), num_heads=33)
+    yield "concat-decode/interleaved", call(cat, T([1, 32, 32, 64], m=L1), num_heads=8)
+    yield "concat-decode/width-sharded", call(cat, T([1, 32, 32, 64], m=width((1024, 32), 2)), num_heads=8)
+    yield "concat-decode/two-users-per-core", call(cat, hs_in(per_core=2), num_heads=8)
+    yield "concat-decode/dram-config", call(cat, hs_in(), num_heads=8, memory_config=DRAM)
+    offset = mem("HEIGHT_SHARDED", "L1", [(1, 0, 7, 3), (0, 4, 3, 4)], (32, 64))
+    yield "concat-decode/offset-grid", call(cat, hs_in(m=offset), num_heads=8)
+    yield "concat-decode/offset-grid-with-subgrids", call(
+        cat, hs_in(m=offset), num_heads=8, sub_core_grids=obj("CoreRangeSet", ranges=[[0, 0, 7, 7]]))
+
+    pre, pcat = "experimental.nlp_create_qkv_heads", "experimental.nlp_concat_heads"
+
+    def pd(x: dict = None, **kw: Any) -> dict:
+        return call(pre, x or T([1, 1, 128, 12 * 64]), num_heads=8, num_kv_heads=2, **{"transpose_k_heads": False,
+                                                                                        **kw})
+
+    yield "heads/ok", pd()
+    yield "heads/transpose-k", pd(transpose_k_heads=True)
+    yield "heads/width-6176", pd(T([1, 1, 128, 6176]))
+    yield "heads/bfp4", pd(T([1, 1, 128, 768], "BFLOAT4_B"))
+    yield "heads/bfp8", pd(T([1, 1, 128, 768], "BFLOAT8_B"))
+    yield "heads/row-major", pd(T([1, 1, 128, 768], layout="ROW_MAJOR"))
+    yield "heads/dim1-2", pd(T([1, 2, 128, 768]))
+    yield "heads/seq-100", pd(T([1, 1, 100, 768]))
+    yield "heads/l1-output", pd(memory_config=L1)
+    yield "concat/ok", call(pcat, T([1, 8, 128, 64]))
+    yield "concat/bfp8", call(pcat, T([1, 8, 128, 64], "BFLOAT8_B"))
+    yield "concat/bfp4", call(pcat, T([1, 8, 128, 64], "BFLOAT4_B"))
+    yield "concat/row-major", call(pcat, T([1, 8, 128, 64], layout="ROW_MAJOR"))
+    yield "concat/l1", call(pcat, T([2, 32, 64, 64], m=L1))
+
+
 def cases() -> Iterator[tuple[str, dict]]:
     """(name, call) for every hand-written case."""
     yield from placement()
@@ -393,3 +548,5 @@ def cases() -> Iterator[tuple[str, dict]]:
     yield from paged_update()
     yield from paged_fill()
     yield from sdpa_decode()
+    yield from matmul()
+    yield from heads()

@@ -93,13 +93,21 @@ class Generator:
 
     # ---------------- decode ----------------
     def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor) -> list[Any]:
+        """Decode inputs padded to whole tiles of users (32 rows): the device's head ops place 32 users, one per
+        core, and the padded users sit at position -1, which every paged op skips."""
         users = tokens.shape[0]
-        pos = start_pos.to(torch.int32).reshape(users)
+        rows = -(-users // TILE) * TILE
+        tok = torch.zeros(rows, dtype=torch.int32)
+        tok[:users] = tokens.to(torch.int32).reshape(users)
+        pos = torch.full((rows,), -1, dtype=torch.int32)
+        pos[:users] = start_pos.to(torch.int32).reshape(users)
+        table = torch.zeros(rows, page_table.shape[1], dtype=torch.int32)
+        table[:users] = page_table.to(torch.int32)
         return [
-            ttnn.from_torch(tokens.to(torch.int32).reshape(1, users), ttnn.uint32),
+            ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32),
             ttnn.from_torch(pos, ttnn.int32),
-            ttnn.from_torch(pos.clamp(min=0).reshape(1, users), ttnn.uint32),
-            ttnn.from_torch(page_table.to(torch.int32), ttnn.int32),
+            ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32),
+            ttnn.from_torch(table, ttnn.int32),
         ]
 
     def _decode_graph(self, inputs: list[Any], kv_cache: list, argmax: bool) -> Any:

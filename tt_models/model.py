@@ -29,7 +29,9 @@ class Transformer:
                  max_positions: int, max_batch: int) -> None:
         args.check_tt_limits()
         self.args, self.device, self.profile = args, mesh_device, profile
-        self.layouts: ModelLayouts = build_layouts(args, mesh_device, max_batch)
+        # Decode always runs whole tiles of users (32 per device), the empty rows at position -1.
+        self.decode_rows = -(-max_batch // TILE) * TILE
+        self.layouts: ModelLayouts = build_layouts(args, mesh_device, self.decode_rows)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
         self.tok_embeddings = weights.embedding("tok_embeddings.weight")
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts) for i in range(args.n_layers)]
@@ -59,7 +61,7 @@ class Transformer:
         self.trans_mat = self._const(trans, ttnn.TILE_LAYOUT)
         d = self.layouts.decode
         # Decode reads the rotation tile on every core of the heads it rotates.
-        per_core = trans.repeat(1, 1, max_batch, 1)
+        per_core = trans.repeat(1, 1, self.decode_rows, 1)
         self.trans_q = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_q)
         self.trans_k = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_k)
 
@@ -127,7 +129,8 @@ class Transformer:
             tables.append((ttnn.interleaved_to_sharded(t, d.rope_q), ttnn.interleaved_to_sharded(t, d.rope_k)))
             ttnn.deallocate(t)
         (cos_q, cos_k), (sin_q, sin_k) = tables
-        assert users == self.max_batch and hd == self.args.head_dim
+        if users != self.decode_rows or hd != self.args.head_dim:
+            raise ValueError(f"decode runs {self.decode_rows} rows of users, got {users}")
         return Rot(cos_q, sin_q, self.trans_q, cos_k, sin_k, self.trans_k)
 
     def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list) -> Any:

@@ -17,7 +17,7 @@ BATCH, BLOCK, NUM_BLOCKS, MAX_SEQ = 8, 32, 160, 512
 def llama(mesh_device, tiny_root):
     path = make_tiny_model("llama_gqa", tiny_root)
     model = TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh_device, BATCH, MAX_SEQ,
-                                                     optimizations="accuracy")
+                                                     optimizations="reference")
     a = model.model.args
     kv = model.allocate_kv_cache((NUM_BLOCKS, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
     return model, kv, path
@@ -86,7 +86,10 @@ def test_trace_and_eager_logits_bit_identical(llama):
     pos[1] = len(p)
     a = model.decode_forward(tokens, pos, table, kv, enable_trace=False)
     b = model.decode_forward(tokens, pos, table, kv, enable_trace=True)  # rewrites the same cache row
-    assert torch.equal(a, b)
+    assert torch.equal(a[1], b[1])
+    # Empty slots (position -1) get rows the device leaves unwritten: nothing a caller could use.
+    empty = [i for i in range(BATCH) if i != 1]
+    assert torch.isnan(a[empty]).all() and torch.isnan(b[empty]).all()
 
 
 def test_prefix_reuse_matches_full_prefill(llama):
@@ -137,7 +140,7 @@ def test_on_device_greedy(llama):
     # read_from_device=False hands back a device result the read-back helpers turn into host tensors
     raw = model.decode_forward(tokens, pos, table, kv, read_from_device=False)
     host = model.process_decode_output_host(*model.read_decode_output(raw, async_read=True))
-    assert torch.equal(host, host_logits)
+    assert torch.equal(host[0], host_logits[0]) and torch.isnan(host[1:]).all()
     with pytest.raises(ValueError, match="greedy decoding only"):
         model.decode_forward(tokens, pos, table, kv, sampling_params=TTSamplingParams(temperature=0.7, top_k=10))
 

@@ -17,7 +17,11 @@ from tt_models.sim import ttnn
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "ttnn_corpus_0.81.1.json"
 CORPUS = json.loads(FIXTURE.read_text())
 # case name -> why the simulator cannot agree with the real ttnn there.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "concat-decode/offset-grid-with-subgrids": "with sub_core_grids the real op starts the output on a core the "
+    "simulator cannot derive from the input's grid (the measured start, (0, 4), is neither the first core of the input "
+    "in row order nor of its first range); the models never take this path (their head grids start at (0, 0))",
+}
 
 
 def outcome(verdict: dict) -> tuple:

@@ -14,11 +14,12 @@ def smollm2_dir():
 
 @pytest.fixture(scope="session")
 def llm(smollm2_dir):
-    """One engine for the tests that only need a working server-side: 4 sequences at a time, accuracy profile."""
+    """One engine for the tests that only need a working server-side: 4 sequences at a time, reference profile
+    (fp32, token-exact with HF)."""
     from vllm import LLM
 
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config={"tt": {"optimizations": "accuracy"}})
+                 additional_config={"tt": {"optimizations": "reference"}})
     yield engine
     shutdown(engine)
 

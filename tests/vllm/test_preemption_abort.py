@@ -17,7 +17,7 @@ def test_preemption_outputs_equal_unpreempted_run(llm, smollm2_dir):
     # 6 usable blocks of 64 tokens for 4 requests that each grow to 2 blocks: some must be preempted.
     small = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, num_gpu_blocks_override=7,
                 enable_prefix_caching=False, disable_log_stats=False,
-                additional_config={"tt": {"optimizations": "accuracy"}})
+                additional_config={"tt": {"optimizations": "reference"}})
     try:
         outs = [o.outputs[0].token_ids for o in small.generate(PROMPTS, params)]
         assert num_preemptions(small) > 0
@@ -50,7 +50,7 @@ def test_on_device_greedy_matches_host_sampling(llm, smollm2_dir):
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     host = [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, params)]
     dev = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64,
-              additional_config={"tt": {"optimizations": "accuracy", "sample_on_device_mode": "all"}})
+              additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "all"}})
     try:
         on_device = [list(o.outputs[0].token_ids) for o in dev.generate(PROMPTS, params)]
     finally:

@@ -28,7 +28,7 @@ def server(smollm2_dir):
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", smollm2_dir, "--port", str(port),
          "--max_num_seqs", "4", "--max_model_len", "512", "--served-model-name", "smollm2",
-         "--additional-config", '{"tt": {"optimizations": "accuracy"}}'],
+         "--additional-config", '{"tt": {"optimizations": "reference"}}'],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=120, max_retries=0)
     deadline = time.time() + 240

@@ -69,7 +69,7 @@ class Attention:
         return out[0], out[1]
 
     def _qkv_bias(self, qkv: Any) -> Any:
-        return qkv if self.bqkv is None else ttnn.add(qkv, self.bqkv, dtype=ttnn.bfloat16)
+        return qkv if self.bqkv is None else ttnn.add(qkv, self.bqkv, dtype=self.prec.residual)
 
     # ---------------- prefill ----------------
     def prefill(self, x: Any, rot: Rot, kv_cache: list, page_table: Any, user_id: int,
@@ -77,7 +77,7 @@ class Attention:
         a, k_ops, lay = self.args, self.prec.kernels, self.layouts
         seq, hd = x.shape[-2], a.head_dim
         qkv_n = hd * (a.n_heads + 2 * a.n_kv_heads)
-        qkv = ttnn.linear(x, self.wqkv, dtype=ttnn.bfloat16, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+        qkv = ttnn.linear(x, self.wqkv, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
                           program_config=lay.prefill_matmul(seq, a.dim, qkv_n),
                           compute_kernel_config=k_ops["LI_QKV_PREFILL"])
         qkv = self._qkv_bias(qkv)
@@ -117,7 +117,7 @@ class Attention:
     # ---------------- decode ----------------
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
         a, k_ops, d = self.args, self.prec.kernels, self.layouts.decode
-        qkv = ttnn.linear(x, self.wqkv, dtype=ttnn.bfloat16, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+        qkv = ttnn.linear(x, self.wqkv, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                           program_config=d.qkv.program, compute_kernel_config=k_ops["LI_QKV_DECODE"])
         qkv = ttnn.sharded_to_interleaved(qkv, ttnn.L1_MEMORY_CONFIG)
         qkv = self._qkv_bias(qkv)

@@ -23,9 +23,9 @@ class MLP:
 
     def _run(self, x: Any, mem: Any, pc_up: Any, pc_down: Any) -> Any:
         k = self.prec.kernels
-        gate = ttnn.linear(x, self.w1, dtype=ttnn.bfloat16, memory_config=mem, program_config=pc_up,
+        gate = ttnn.linear(x, self.w1, dtype=self.prec.residual, memory_config=mem, program_config=pc_up,
                            compute_kernel_config=k["LI_FF1_FF3"])
-        up = ttnn.linear(x, self.w3, dtype=ttnn.bfloat16, memory_config=mem, program_config=pc_up,
+        up = ttnn.linear(x, self.w3, dtype=self.prec.residual, memory_config=mem, program_config=pc_up,
                          compute_kernel_config=k["LI_FF1_FF3"])
         h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation,
                      memory_config=gate.memory_config())

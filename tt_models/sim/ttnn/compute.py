@@ -84,7 +84,7 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
             for i in slots:
                 args[i] = tensors[i]._shards[chip]
             shards.append(store_as(fn(*args), dtype))
-        out._shards = shards
+        out._shards[:] = shards  # in place: the model's tensor object shares this list with the trace's twin
         out._deallocated = False
 
     return replay

@@ -22,10 +22,10 @@ _TO_TORCH = {
     DataType.BFLOAT8_B: torch.float32,
     DataType.BFLOAT4_B: torch.float32,
     DataType.FLOAT32: torch.float32,
-    DataType.UINT32: torch.int32,
+    DataType.UINT32: torch.uint32,
     DataType.INT32: torch.int32,
-    DataType.UINT16: torch.int32,
-    DataType.UINT8: torch.int32,
+    DataType.UINT16: torch.uint16,
+    DataType.UINT8: torch.uint8,
 }
 
 
@@ -284,8 +284,9 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
         dst.copy_(s)
 
 
-@device_op()
 def deallocate(tensor: Tensor, force: bool = True) -> None:
+    """Free the tensor's device memory now. Host-side allocator work: a trace does not record it (a captured trace
+    keeps its own twins of the buffers its replay uses)."""
     tensor._deallocated = True
     tensor._shards = []
     if tensor._alloc is not None:
@@ -323,8 +324,8 @@ def _filled(op: str, shape: Any, dtype: DataType, layout: Layout, device: MeshDe
     from .tensor import _CONTAINER, Shape, place
 
     shape = tuple(int(d) for d in shape)
-    check_layout_for_dtype(op, dtype, layout)
     if device is None:
+        check_layout_for_dtype(op, dtype, layout)
         return Tensor.make([fill(shape, dtype=_CONTAINER[dtype])], dtype, layout, None)
     device.check_open(op)
     mc = memory_config or DRAM_MEMORY_CONFIG

@@ -11,10 +11,31 @@ from .errors import TTError, refuse_options
 from .memory import MemoryConfig
 from .tensor import Tensor, require_device
 from .trace import device_op
+from .types import TILE_SIZE, Layout
 
 
 def _like(t: Tensor, shards: list[torch.Tensor], memory_config: MemoryConfig | None = None) -> Tensor:
     return Tensor.make(shards, t.dtype, t.layout, t.device_or_none, memory_config or t.memory_config())
+
+
+def _view(t: Tensor, shards: list[torch.Tensor]) -> Tensor:
+    """A new tensor object on t's very buffer (the device reshapes in place when the pages do not move)."""
+    return Tensor.make(shards, t.dtype, t.layout, t.device_or_none, t.memory_config(), alloc=t._alloc)
+
+
+def _is_view(t: Tensor, shape: tuple[int, ...], memory_config: MemoryConfig | None) -> bool:
+    """Whether a device reshape keeps the pages where they are: the last dim unchanged, the placement unchanged, and
+    for tiles the second-last dim unchanged or whole tiles before and after (ttnn's reshape_view rule)."""
+    if memory_config is not None and memory_config != t.memory_config():
+        return False
+    old = tuple(t.shape)
+    if not old or not shape or old[-1] != shape[-1]:
+        return False
+    if t.layout != Layout.TILE:
+        return True
+    h_old = old[-2] if len(old) > 1 else 1
+    h_new = shape[-2] if len(shape) > 1 else 1
+    return h_old == h_new or (h_old % TILE_SIZE == 0 and h_new % TILE_SIZE == 0)
 
 
 @device_op()
@@ -30,9 +51,21 @@ def reshape(
 ) -> Tensor:
     require_device("reshape", input_tensor)
     shape = tuple(int(d) for d in shape)
-    if -1 not in shape and _numel(shape) != input_tensor.volume():
-        raise TTError("reshape", f"cannot reshape {tuple(input_tensor.shape)} into {shape}: volumes differ")
-    return _like(input_tensor, [s.reshape(shape) for s in input_tensor._shards], memory_config)
+    if shape.count(-1) > 1:
+        raise TTError("reshape", f"Shape cannot have more than 1 elements that is set to -1! Shape used: {shape}")
+    if -1 in shape:
+        known = _numel(tuple(d for d in shape if d != -1))
+        if known == 0 or input_tensor.volume() % known:
+            raise TTError("reshape", "Invalid arguments to reshape")
+        shape = tuple(input_tensor.volume() // known if d == -1 else d for d in shape)
+    if _numel(shape) != input_tensor.volume():
+        raise TTError("reshape", "Invalid arguments to reshape")
+    if shape == tuple(input_tensor.shape) and memory_config in (None, input_tensor.memory_config()):
+        return input_tensor
+    shards = [s.reshape(shape) for s in input_tensor._shards]
+    if _is_view(input_tensor, shape, memory_config):
+        return _view(input_tensor, shards)
+    return _like(input_tensor, shards, memory_config)
 
 
 def _numel(shape: tuple) -> int:
@@ -121,11 +154,15 @@ def clone(input: Tensor, *, dtype: Any = None, memory_config: MemoryConfig | Non
     return out
 
 
-def unsqueeze_to_4D(tensor: Tensor) -> Tensor:
+@device_op()
+def unsqueeze_to_4D(tensor: Tensor) -> Tensor:  # noqa: N802 (the real name)
     rank = tensor.shape.rank
     if rank > 4:
         raise TTError("unsqueeze_to_4D", f"rank {rank} > 4")
-    return reshape(tensor, (1,) * (4 - rank) + tuple(tensor.shape)) if rank < 4 else tensor
+    if rank == 4:
+        return tensor
+    shape = (1,) * (4 - rank) + tuple(tensor.shape)
+    return _view(tensor, [s.reshape(shape) for s in tensor._shards])
 
 
 @device_op()
@@ -133,6 +170,8 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: Any = N
                      output_tensor: Tensor | None = None) -> Tensor:
     require_device("to_memory_config", tensor)
     refuse_options("to_memory_config", output_tensor=output_tensor)
+    if memory_config == tensor.memory_config() and dtype in (None, tensor.dtype):
+        return tensor  # already there: the device hands back the same tensor
     out = _like(tensor, list(tensor._shards), memory_config)
     if dtype is not None and dtype != tensor.dtype:
         from .tensor import store_as

@@ -1,5 +1,6 @@
-"""Whether a tensor of a given shape, dtype and layout can be placed with a memory config on a device, with the
-real ttnn's rules (tensor-spec and buffer validation in tt-metal's ttnn/core/tensor and tt_metal/impl/buffers)."""
+"""Whether a tensor of a given shape, dtype and layout can be placed with a memory config on a device: the tensor
+spec and buffer rules of ttnn 0.81.1 that every tensor creation and every op output goes through
+(tt_metal/impl/tensor/spec/tensor_spec.cpp, layout/tensor_layout.cpp, tt_metal/impl/buffers/buffer.cpp)."""
 
 from __future__ import annotations
 
@@ -8,57 +9,111 @@ from typing import Any
 
 from .errors import TTError
 from .memory import BufferType, MemoryConfig, ShardOrientation, TensorMemoryLayout
-from .types import TILE_SIZE, Layout
+from .rules import rules
+from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout
+
+S = rules("TensorSpec", "tt_metal/impl/tensor/spec/tensor_spec.cpp")
+BFP_TILE_ONLY = S("Only TILE layout is supported for {} dtype!", "zeros/rm/BFLOAT8_B/[1, 1, 1, 10]/dram",
+                  "zeros/tile/BFLOAT8_B/[1, 1, 32, 32]/dram")
+SHARD_TILES = S("Physical shard shape ({}, {}) must be tile {{32, 32}} sized!", "shard/height/unaligned-shard",
+                "shard/height/32x64", source="tt_metal/impl/tensor/spec/layout/tensor_layout.cpp")
+HS_WIDTH = S("Shard width {} must match physical width {} for height sharded", "shard/height/narrow",
+             "shard/height/32x64")
+HS_COUNT = S("Number of shards along height {} must not exceed number of cores {}", "shard/height/too-few-cores",
+             "shard/height/uneven")
+WS_HEIGHT = S("Shard height {} must match physical height {} for width sharded", "shard/width/short",
+              "shard/width/18")
+WS_COUNT = S("Number of shards along width {} must not exceed number of cores {}", "shard/width/too-few",
+             "shard/width/9")
+BS_RECT = S("Shard grid must be one full rectangular grid for block sharded!", "shard/block/two-ranges",
+            "shard/block/2x2")
+BS_ROWS = S("Number of shards along height {} must not exceed number of rows {} for row major orientation!",
+            "shard/block/too-many-rows", "shard/block/2x2")
+BS_COLS = S("Number of shards along width {} must not exceed number of columns {} for row major orientation!",
+            "shard/block/too-many-cols", "shard/block/4x8")
+BS_COL_MAJOR_COLS = S("Number of shards along height {} must not exceed number of columns {} for column major "
+                      "orientation!", "shard/block/col-major-too-many", "shard/block/col-major")
+BS_COL_MAJOR_ROWS = S("Number of shards along width {} must not exceed number of rows {} for column major "
+                      "orientation!", "shard/block/col-major-too-wide", "shard/block/col-major")
+_BANK_HINT = (" Derive the shard grid from the device (dram_grid_size() for DRAM, compute_with_storage_grid_size() "
+              "for L1) rather than assuming a fixed size -- a harvested device exposes fewer banks than an unharvested "
+              "one of the same type.")
+L1_OFF_GRID = S("Invalid shard grid: shard core ({}, {}) has no L1 bank on this device, which has {} of them."
+                + _BANK_HINT + " An L1 shard core outside the compute grid is legal only while it is claimed via "
+                "ServiceCoreManager.", "shard/height/off-grid", "shard/width/off-grid", "shard/height/32x64",
+                source="tt_metal/impl/buffers/buffer.cpp")
+DRAM_ROW0 = S("Invalid DRAM shard grid: shard core ({}, {}) is not on row 0. DRAM banks are 1D (bank_id == logical "
+              "x-coordinate), so every shard core must have y == 0.", "shard/dram-block/two-rows",
+              "shard/dram-width/12", source="tt_metal/impl/buffers/buffer.cpp")
+DRAM_OFF_GRID = S("Invalid shard grid: shard core ({}, {}) has no DRAM bank on this device, which has {} of them."
+                  + _BANK_HINT + " An L1 shard core outside the compute grid is legal only while it is claimed via "
+                  "ServiceCoreManager.", "shard/dram-width/bank-13", "shard/dram-width/12",
+                  source="tt_metal/impl/buffers/buffer.cpp")
+NO_SPEC = S("bad optional access", "shard/no-spec", "shard/height/32x64")
 
 
-def shard_grid_counts(shape: tuple[int, ...], layout: Layout, mc: MemoryConfig) -> tuple[int, int]:
-    """(shards along the height, shards along the width) of the tensor viewed as [prod(leading dims), width]."""
+def physical_2d(shape: tuple[int, ...], layout: Layout) -> tuple[int, int]:
+    """(height, width) of the tensor's physical 2-D view: every padded dim but the last, and the padded last."""
     dims = [1] * max(0, 2 - len(shape)) + [int(d) for d in shape]
-    h = math.prod(dims[:-1])
-    w = dims[-1]
     if layout == Layout.TILE:
-        h, w = math.prod(dims[:-2]) * -(-dims[-2] // TILE_SIZE) * TILE_SIZE, -(-w // TILE_SIZE) * TILE_SIZE
-    sh, sw = mc.shard_spec.shape
-    return -(-h // sh), -(-w // sw)
+        dims[-1], dims[-2] = -(-dims[-1] // TILE_SIZE) * TILE_SIZE, -(-dims[-2] // TILE_SIZE) * TILE_SIZE
+    return math.prod(dims[:-1]), dims[-1]
 
 
-def check_placement(op: str, device: Any, shape: tuple[int, ...], layout: Layout, mc: MemoryConfig) -> None:
+def check_placement(op: str, device: Any, shape: tuple[int, ...], layout: Layout, mc: MemoryConfig,
+                    dtype: DataType | None = None) -> None:
+    def fail(rule: Any, *values: Any) -> TTError:
+        return TTError(op, rule.message.format(*values) if values else rule.message)
+
     if not isinstance(mc, MemoryConfig):
         raise TTError(op, f"memory_config must be a ttnn.MemoryConfig, got {type(mc).__name__}")
+    if dtype in BLOCK_FLOAT_TYPES and layout != Layout.TILE:
+        raise fail(BFP_TILE_ONLY, dtype.name)
     if not mc.is_sharded():
         return
     spec = mc.shard_spec
     if spec is None:
-        raise TTError(op, f"{mc.memory_layout.name} memory config needs a shard spec")
+        raise fail(NO_SPEC)
     sh, sw = spec.shape
     if layout == Layout.TILE and (sh % TILE_SIZE or sw % TILE_SIZE):
-        raise TTError(op, f"shard shape {spec.shape} must be a multiple of the tile shape [32, 32]")
+        raise fail(SHARD_TILES, sh, sw)
+    height, width = physical_2d(shape, layout)
+    ncores = spec.num_cores()
+    kind = mc.memory_layout
+    if kind == TensorMemoryLayout.HEIGHT_SHARDED:
+        if sw != width:
+            raise fail(HS_WIDTH, sw, width)
+        if -(-height // sh) > ncores:
+            raise fail(HS_COUNT, -(-height // sh), ncores)
+    elif kind == TensorMemoryLayout.WIDTH_SHARDED:
+        if sh != height:
+            raise fail(WS_HEIGHT, sh, height)
+        if -(-width // sw) > ncores:
+            raise fail(WS_COUNT, -(-width // sw), ncores)
+    elif kind == TensorMemoryLayout.BLOCK_SHARDED:
+        if spec.grid.size() != 1:
+            raise fail(BS_RECT)
+        box = spec.grid.bounding_box().grid_size()
+        along_h, along_w = -(-height // sh), -(-width // sw)
+        if spec.orientation == ShardOrientation.ROW_MAJOR:
+            if along_h > box.y:
+                raise fail(BS_ROWS, along_h, box.y)
+            if along_w > box.x:
+                raise fail(BS_COLS, along_w, box.x)
+        else:
+            if along_h > box.x:
+                raise fail(BS_COL_MAJOR_COLS, along_h, box.x)
+            if along_w > box.y:
+                raise fail(BS_COL_MAJOR_ROWS, along_w, box.y)
     if mc.buffer_type == BufferType.DRAM:
         banks = device.dram_grid_size().x
         for core in spec.grid.cores():
-            if core.y != 0 or core.x >= banks:
-                raise TTError(op, f"Invalid shard grid: shard core ({core.x}, {core.y}) has no DRAM bank on this "
-                                  f"device, which has {banks} of them")
+            if core.y != 0:
+                raise fail(DRAM_ROW0, core.x, core.y)
+            if core.x >= banks:
+                raise fail(DRAM_OFF_GRID, core.x, core.y, banks)
     else:
         gx, gy = device.chip.grid
         for core in spec.grid.cores():
             if core.x >= gx or core.y >= gy:
-                raise TTError(op, f"Invalid shard grid: shard core ({core.x}, {core.y}) has no L1 bank on this "
-                                  f"device, which has {gx * gy} of them")
-    along_h, along_w = shard_grid_counts(shape, layout, mc)
-    ncores = spec.num_cores()
-    if mc.memory_layout == TensorMemoryLayout.HEIGHT_SHARDED:
-        if along_h > ncores:
-            raise TTError(op, f"Number of shards along height {along_h} must not exceed number of cores {ncores}")
-    elif mc.memory_layout == TensorMemoryLayout.WIDTH_SHARDED:
-        if along_w > ncores:
-            raise TTError(op, f"Number of shards along width {along_w} must not exceed number of cores {ncores}")
-    elif mc.memory_layout == TensorMemoryLayout.BLOCK_SHARDED:
-        box = spec.grid.bounding_box().grid_size()
-        rows, cols = (box.y, box.x) if spec.orientation == ShardOrientation.ROW_MAJOR else (box.x, box.y)
-        if along_h > rows:
-            raise TTError(op, f"Number of shards along height {along_h} must not exceed number of rows {rows} for "
-                              "row major orientation!")
-        if along_w > cols:
-            raise TTError(op, f"Number of shards along width {along_w} must not exceed number of columns {cols} "
-                              "for row major orientation!")
+                raise fail(L1_OFF_GRID, core.x, core.y, gx * gy)

@@ -68,7 +68,7 @@ def rules(op: str, source: str) -> RuleSet:
 def all_rules() -> list[Rule]:
     from . import experimental, transformer  # noqa: F401  (importing the ops registers their rules)
 
-    return [r for rs in REGISTRY for r in rs.rules]
+    return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
 
 
 def markdown() -> str:
@@ -79,7 +79,7 @@ def markdown() -> str:
              "first case(s) break the rule and are rejected by the real ttnn and by the simulator with this message,",
              "the last is the nearest valid call, accepted by both. tests/sim/test_rules.py checks every line.", ""]
     all_rules()
-    for rs in REGISTRY:
+    for rs in sorted(REGISTRY, key=lambda r: r.op):
         if not rs.rules:
             continue
         lines += [f"## ttnn.{rs.op}", "", f"Source: `{rs.source}`", "", "| # | rule (message) | cases |",

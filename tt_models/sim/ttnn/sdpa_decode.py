@@ -36,6 +36,9 @@ RM_Q_SHARDED = R("ROW_MAJOR Q is only supported when Q is HEIGHT_SHARDED in L1; 
                  "sdpa-decode/ok")
 RM_Q_OUTPUT = R("ROW_MAJOR Q produces a ROW_MAJOR output, which requires a HEIGHT_SHARDED output memory config; "
                 "got {}", "sdpa-decode/q-row-major-sharded", "sdpa-decode/mqa-q-row-major-32-heads-sharded-output")
+RM_Q_CB = R("Cannot set circular buffer size to {}. This is larger than the associated dynamically allocated L1 "
+            "buffer bank size of {} B", "sdpa-decode/mqa-q-row-major-sharded-output",
+            "sdpa-decode/mqa-q-row-major-32-heads-sharded-output", source="tt_metal/impl/buffers/circular_buffer.cpp")
 Q_SHARDED_HS = R("Q tensor memory layout must be HEIGHT_SHARDED when sharded but got {}",
                  "sdpa-decode/q-width-sharded", "sdpa-decode/q-height-sharded")
 Q_DRAM = R("Q tensor buffer type must be DRAM when not sharded but got {}", "sdpa-decode/q-l1", "sdpa-decode/ok")
@@ -87,6 +90,11 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
     if q.layout == Layout.ROW_MAJOR:
         RM_Q_SHARDED.require(qmc.memory_layout == _HS and qmc.buffer_type == BufferType.L1)
         RM_Q_OUTPUT.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+        # The output is staged a tile row at a time in a circular buffer placed on the output shard itself.
+        if out_mc.shard_spec is not None:
+            sh, sw = out_mc.shard_spec.shape
+            cb, shard_bytes = (sw // TILE_SIZE) * 2048, sh * sw * 2
+            RM_Q_CB.require(cb <= shard_bytes, cb, shard_bytes)
     if qmc.is_sharded():
         Q_SHARDED_HS.require(qmc.memory_layout == _HS, f"TensorMemoryLayout::{qmc.memory_layout.name}")
     else:

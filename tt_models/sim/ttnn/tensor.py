@@ -66,8 +66,10 @@ def default_dtype_for(t: torch.Tensor) -> DataType:
 
 
 def check_layout_for_dtype(op: str, dtype: DataType, layout: Layout) -> None:
+    """Block-float data exists only as tiles (the host packer's message; device-side creation raises the tensor
+    spec's own, see placement.BFP_TILE_ONLY)."""
     if dtype in BLOCK_FLOAT_TYPES and layout != Layout.TILE:
-        raise TTError(op, f"{dtype.name.lower()} is a tiled format: it requires TILE_LAYOUT, got {layout.name}")
+        raise TTError(op, "Layout must be Layout::TILE for bfloat8_b or bfloat4_b!")
 
 
 class Tensor:
@@ -134,6 +136,13 @@ class Tensor:
         if device is not None:
             self._alloc = alloc if alloc is not None else place(op, device, self._shape, dtype, layout, mc)
         return self
+
+    def twin(self) -> Tensor:
+        """Another object on this tensor's very buffers (the same shard list) that reserves no device memory: what a
+        captured trace keeps of the tensors it touches."""
+        tw = Tensor.__new__(Tensor)
+        tw._init(self._shards, self._shape, self._dtype, self._layout, self._device, self._memory_config)
+        return tw
 
     def _rebind(self, other: Tensor) -> None:
         """Take over other's buffers in place: trace replay writes results into the captured tensor objects."""
@@ -232,7 +241,7 @@ def place(op: str, device: MeshDevice, shape: Shape, dtype: DataType, layout: La
     from .allocator import allocate
     from .placement import check_placement
 
-    check_placement(op, device, tuple(shape), layout, mc)
+    check_placement(op, device, tuple(shape), layout, mc, dtype)
     return allocate(device, tuple(shape), dtype, layout, mc)
 
 

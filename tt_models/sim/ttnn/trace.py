@@ -12,6 +12,7 @@ reading a device tensor back to the host, or opening/closing a device, during ca
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -49,9 +50,10 @@ class _Step:
     kernel: Kernel | None = None
 
 
-def _kernel_for(rec: Any, out: Any) -> Kernel | None:
+def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None:
     """A Kernel when the op's effect is exactly its recorded in-place writes, or its result exactly the outputs it
-    built from its own per-device runs; else None (the op is then replayed by calling it)."""
+    built from its own per-device runs; else None (the op is then replayed by calling it). The kernel works on the
+    trace's twins of the tensors involved."""
     from .compute import recorded_output, run_write
     from .tensor import Tensor
 
@@ -61,7 +63,7 @@ def _kernel_for(rec: Any, out: Any) -> Kernel | None:
         returned = [] if out is None else list(out) if isinstance(out, (list, tuple)) else [out]
         if rec.runs or rec.outputs or any(id(o) not in written for o in returned):
             return None
-        return Kernel([functools.partial(run_write, fn, tensors) for fn, tensors in rec.writes])
+        return Kernel([functools.partial(run_write, fn, twin(tensors)) for fn, tensors in rec.writes])
     runs = {id(shards): (fn, tensors) for fn, tensors, shards in rec.runs}
     returned = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (list, tuple)) else None
     if not returned or len(rec.runs) != len(rec.outputs) or len(returned) != len(rec.outputs):
@@ -71,15 +73,37 @@ def _kernel_for(rec: Any, out: Any) -> Kernel | None:
         if id(shards) not in runs or not any(tensor is r for r in returned):
             return None
         fn, tensors = runs[id(shards)]
-        parts.append(recorded_output(fn, tensors, dtype, tensor))
+        parts.append(recorded_output(fn, twin(tensors), dtype, twin(tensor)))
     return Kernel(parts)
 
 
 @dataclass
 class Trace:
+    """A captured sequence of ops. The steps hold twins of the tensors they touch: objects on the same buffers
+    (the same shard lists) that reserve no device memory, so a tensor the model drops during capture frees its
+    memory as on the device, while the trace keeps the storage its replay writes and reads."""
+
     trace_id: int
     steps: list[_Step] = field(default_factory=list)
     complete: bool = False
+    twins: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)
+
+    def twin(self, value: Any) -> Any:
+        from .tensor import Tensor
+
+        if isinstance(value, Tensor):
+            tw = self.twins.get(value)
+            if tw is None:
+                tw = value.twin()
+                self.twins[value] = tw
+            return tw
+        if isinstance(value, tuple):
+            return tuple(self.twin(v) for v in value)
+        if isinstance(value, list):
+            return [self.twin(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.twin(v) for k, v in value.items()}
+        return value
 
 
 def _device_of(args: tuple, kwargs: dict) -> MeshDevice | None:
@@ -110,10 +134,10 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
                 return fn(*args, **kwargs)
             if not kernel_replay:
                 if during_capture is DuringCapture.SKIP:
-                    trace.steps.append(_Step(fn, args, kwargs, None))
+                    trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), None))
                     return None
                 out = fn(*args, **kwargs)
-                trace.steps.append(_Step(fn, args, kwargs, out))
+                trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), trace.twin(out)))
                 return out
             from .compute import Recording, _recording
 
@@ -123,10 +147,10 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
                 out = fn(*args, **kwargs)
             finally:
                 rec = _recording.pop()
-            kernel = _kernel_for(rec, out)
+            kernel = _kernel_for(rec, out, trace.twin)
             if during_capture is DuringCapture.SKIP and kernel is None:
                 raise TTError(fn.__name__, "an in-place op must record its writes with per_device_write")
-            trace.steps.append(_Step(fn, args, kwargs, out, kernel))
+            trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), trace.twin(out), kernel))
             return out
 
         return wrapper
@@ -138,7 +162,7 @@ def _assign(captured: Any, fresh: Any) -> None:
     from .tensor import Tensor
 
     if isinstance(captured, Tensor):
-        captured._rebind(fresh)
+        captured._shards[:] = fresh._shards  # in place: the model's own object shares this list
     elif isinstance(captured, (list, tuple)):
         for c, f in zip(captured, fresh, strict=True):
             _assign(c, f)
@@ -161,6 +185,7 @@ def end_trace_capture(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0)
     if trace is None or trace.trace_id != trace_id:
         raise TTError("end_trace_capture", f"trace {trace_id} is not being captured")
     trace.complete = True
+    trace.twins = weakref.WeakKeyDictionary()  # replay works on the twins alone from here on
     mesh_device.traces[trace_id] = trace
     mesh_device.capturing = None
 
