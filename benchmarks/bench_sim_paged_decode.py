@@ -72,8 +72,12 @@ def main() -> None:
     kc = ttnn.from_torch(k0, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
     vc = ttnn.from_torch(v0, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
     tq = ttnn.from_torch(q[None], ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
-    tkn = ttnn.from_torch(k_new[None], ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
-    tvn = ttnn.from_torch(v_new[None], ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev)
+    # New K/V rows arrive as the device takes them: height-sharded, one user per core.
+    grid = ttnn.num_cores_to_corerangeset(users, dev.compute_with_storage_grid_size(), True)
+    per_user = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.HEIGHT_SHARDED, ttnn.BufferType.L1,
+                                 ttnn.ShardSpec(grid, [-(-nkv // 32) * 32, hd], ttnn.ShardOrientation.ROW_MAJOR))
+    tkn = ttnn.from_torch(k_new[None], ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev, memory_config=per_user)
+    tvn = ttnn.from_torch(v_new[None], ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=dev, memory_config=per_user)
     tpos = ttnn.from_torch(pos, ttnn.int32, device=dev)
     tpt = ttnn.from_torch(page_table, ttnn.int32, device=dev)
 
@@ -81,7 +85,7 @@ def main() -> None:
         ttnn.experimental.paged_update_cache(kc, tkn, update_idxs_tensor=tpos, page_table=tpt)
         ttnn.experimental.paged_update_cache(vc, tvn, update_idxs_tensor=tpos, page_table=tpt)
         return ttnn.transformer.paged_scaled_dot_product_attention_decode(
-            tq, kc, vc, cur_pos_tensor=tpos, page_table_tensor=tpt, scale=scale)
+            tq, kc, vc, tpt, cur_pos_tensor=tpos, scale=scale)
 
     t_sim = timed(sim_step, args.iters)
     # Same numbers from both sides, so the timing compares equal work.

@@ -16,7 +16,7 @@ def test_real_fatal_texts_parse_into_rules():
         raw = case["verdict"]["raw"]
         rule = parse_error(raw)
         assert rule.message == case["verdict"]["error"]
-        assert rule.source.startswith("ttnn/cpp/") or rule.source.startswith("tt_metal/"), rule.source
+        assert rule.source.startswith(("ttnn/", "tt_metal/")), rule.source
         assert rule.source.rsplit(":", 1)[1].isdigit() and "/project/" not in rule.source
         assert rule.condition and "\n" not in rule.message
 

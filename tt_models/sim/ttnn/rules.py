@@ -66,7 +66,7 @@ def rules(op: str, source: str) -> RuleSet:
 
 
 def all_rules() -> list[Rule]:
-    from . import experimental, transformer  # noqa: F401  (importing the ops registers their rules)
+    from . import experimental, placement, transformer  # noqa: F401  (importing the ops registers their rules)
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
 
