@@ -14,13 +14,14 @@ from typing import Any
 import torch
 
 from tt_models.backend import is_simulator, ttnn
+from tt_models.capacity import KVCapacity, kv_capacity
 from tt_models.checkpoint import hf_to_meta, load_state_dict
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.generator import Generator, prefill_bucket
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 from tt_models.sampling import TTSamplingParams, require_device_sampling_support
-from tt_models.weights import WeightStore, weight_cache_dir
+from tt_models.weights import ShapeOnlyWeights, WeightStore, meta_shapes, weight_cache_dir
 
 logger = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 131072
@@ -45,7 +46,14 @@ class TTCausalLM(Generator):
         tt_data_parallel: int = 1,
         optimizations: str | None = "performance",
         model_path: str | Path | None = None,
+        load_format: str = "auto",
     ) -> TTCausalLM:
+        """load_format "auto" reads the checkpoint in model_path; "dummy" (vLLM's name) places every weight with its
+        real shape, dtype and memory config but no values (ttnn.empty): for capacity and speed, without reading or
+        materializing the checkpoint on the host."""
+        if load_format not in ("auto", "dummy"):
+            raise UnsupportedModelError(f"load_format {load_format!r}: TT models load 'auto' (the checkpoint) or "
+                                        f"'dummy' (placed weights without values)")
         if tt_data_parallel != 1:
             raise UnsupportedModelError(f"tt_data_parallel={tt_data_parallel}: only 1 is supported so far")
         if max_batch_size > MAX_USERS_PER_DEVICE:
@@ -60,7 +68,7 @@ class TTCausalLM(Generator):
         if n_layers is not None:
             args = args.__class__(**{**args.__dict__, "n_layers": n_layers})
         path = Path(model_path or getattr(hf_config, "_name_or_path", "") or "")
-        if not path.is_dir():
+        if load_format == "auto" and not path.is_dir():
             raise FileNotFoundError(f"model directory {str(path)!r} (from hf_config._name_or_path) does not exist")
         overrides = load_model_overrides(path)
         profile_name = overrides.profile_for(optimizations or "performance")
@@ -71,8 +79,11 @@ class TTCausalLM(Generator):
                     f"the {profile_name!r} profile runs fp32 activations and KV cache, which no Tenstorrent device "
                     f"supports (it exists for simulator tests against fp32 references); use 'accuracy' on hardware")
             mesh_device.enable_reference_precision()
-        meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
-        weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
+        if load_format == "dummy":
+            weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device)
+        else:
+            meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
+            weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),
                             max_batch_size)
@@ -84,6 +95,12 @@ class TTCausalLM(Generator):
     def get_max_tokens_all_users(cls, model_name: str, *args: Any, **kwargs: Any) -> int:
         """KV-cache tokens across all users this model asks for (configs/models), before device limits."""
         return load_model_overrides(model_name).token_budget or DEFAULT_TOKEN_BUDGET
+
+    def kv_cache_capacity(self, block_size: int) -> KVCapacity:
+        """KV blocks of block_size tokens the device's DRAM holds now (after the weights), leaving room for
+        prefill's activations at this model's chunk size."""
+        return kv_capacity(self.mesh_device, self.model.args, block_size, self.model.kv_cache_dtype(),
+                           self.max_prefill_chunk)
 
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
         """kv_cache[dp][layer] = [K, V], each (num_blocks, n_kv_heads, block_size, head_dim) in the profile's
@@ -100,8 +117,11 @@ class TTCausalLM(Generator):
         dtype_tt = self.model.kv_cache_dtype()
 
         def zeros() -> Any:
-            return ttnn.zeros(kv_cache_shape, dtype=dtype_tt, layout=ttnn.TILE_LAYOUT, device=self.mesh_device,
-                              memory_config=ttnn.DRAM_MEMORY_CONFIG)
+            # Zeroed on the device, in place: a host tensor of zeros would cost the cache's size in host memory
+            # (several GB for a full N150) and its transfer. Unwritten slots must not hold NaN: attention multiplies
+            # masked positions' V by 0.
+            t = ttnn.empty(kv_cache_shape, dtype_tt, ttnn.TILE_LAYOUT, self.mesh_device, ttnn.DRAM_MEMORY_CONFIG)
+            return ttnn.fill(t, 0.0, output_tensor=t)
 
         return [[[zeros(), zeros()] for _ in range(num_layers)]]
 

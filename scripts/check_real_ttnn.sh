@@ -17,8 +17,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 HERE="$ROOT/scripts/real_ttnn"
+# Both may live outside the checkout (CI keeps them between runs on one machine): TT_CHECK_VENV, TT_CHECK_WORK.
 VENV="${TT_CHECK_VENV:-$ROOT/.venv-ttnn}"
-WORK="$ROOT/.cache/real_ttnn"
+WORK="${TT_CHECK_WORK:-$ROOT/.cache/real_ttnn}"
 STAMP="$VENV/.tt-real-ttnn-setup"
 PINS=("ttnn==0.81.1" "torch==2.13.0" "numpy<2")
 
@@ -36,7 +37,8 @@ find_python312() {
 
 setup_venv() {
   local want
-  want="$(printf '%s ' "${PINS[@]}") $(sha1sum pyproject.toml | cut -c1-40)"
+  # The checkout's path is part of it: a venv kept between clones re-points its editable install.
+  want="$(printf '%s ' "${PINS[@]}") $(sha1sum pyproject.toml | cut -c1-40) $ROOT"
   if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
     return 0
   fi
@@ -101,6 +103,8 @@ setup_toolchain
 export TT_METAL_CACHE="$WORK/tt_metal_cache/"   # must end with '/': tt-metal joins it without a separator
 export TT_MOCK_CLUSTER_DIR="$HERE/clusters"     # tt_checks picks <device>.yaml per device profile
 export TT_METAL_LOGGER_LEVEL="${TT_METAL_LOGGER_LEVEL:-FATAL}"
+# tt-metal's own log also prints every TT_FATAL / TT_THROW as it raises; the checker reports each one itself.
+export TT_LOGGER_LEVEL="${TT_LOGGER_LEVEL:-off}"
 export LOGURU_LEVEL="${LOGURU_LEVEL:-WARNING}"  # ttnn's Python logging (per-tensor cache DEBUG lines)
 export TT_BACKEND=ttnn
 [ "$setup_only" = 1 ] && { say "ready: $VENV, $WORK"; exit 0; }

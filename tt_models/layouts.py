@@ -68,17 +68,57 @@ def dram_matmul(k: int, n: int, cores: int) -> DramMatmul:
     return DramMatmul(pc, cores, -(-_tiles(n) // per_core_n))
 
 
-def prefill_matmul(m: int, k: int, n: int, grid: tuple[int, int]) -> Any:
+# Bytes of one 32x32 tile per dtype name (block floats carry one shared exponent per 16 values).
+TILE_BYTES = {"BFLOAT16": 2048, "BFLOAT8_B": 1088, "BFLOAT4_B": 576, "FLOAT32": 4096, "UINT32": 4096,
+              "INT32": 4096, "UINT16": 2048}
+# Share of a core's L1 a prefill matmul's circular buffers may take: the rest stays for L1 buffers (allocated from
+# the top of L1, which the circular buffers must not reach).
+CB_SHARE_OF_L1 = 0.85
+
+
+def tile_bytes(dtype: Any) -> int:
+    return TILE_BYTES[dtype.name if hasattr(dtype, "name") else str(dtype).rsplit(".", 1)[-1]]
+
+
+@dataclass(frozen=True)
+class PrefillMatmul:
+    program: Any
+    rows: int  # rows per batch: the input runs as [1, m / rows, rows, k] when rows < m
+
+
+def matmul_2d_cb_bytes(per_core_m: int, per_core_n: int, in0_block_w: int, in0: int, in1: int, out: int,
+                       fp32_acc: bool) -> int:
+    """L1 the 2-D multicast matmul's circular buffers take per core (matmul_op_multi_core_reuse_mcast_2d): double-
+    buffered in0 and in1 blocks, the output block, and a separate accumulation block when its format (fp32 with
+    fp32 accumulation, else bf16, as packer_l1_acc sets it) differs from the output's."""
+    interm = 4096 if fp32_acc else 2048
+    cbs = 2 * per_core_m * in0_block_w * in0 + 2 * in0_block_w * per_core_n * in1 + per_core_m * per_core_n * out
+    return cbs + (per_core_m * per_core_n * interm if interm != out else 0)
+
+
+def prefill_matmul(m: int, k: int, n: int, grid: tuple[int, int], in0: int = 2048, in1: int = 1088,
+                   out: int = 2048, fp32_acc: bool = True, cb_budget: int = 1_180_000) -> PrefillMatmul:
     """2-D multicast program config for an [m, k] x [k, n] prefill matmul on up to grid (x, y) cores: rows of the
-    output over the grid's rows, columns over its columns."""
+    output over the grid's rows, columns over its columns. A long m runs as batches of fewer rows (fuse_batch off),
+    the most rows (then the widest k block) whose circular buffers fit cb_budget bytes per core: tt_transformers
+    caps these by hand (2048 rows for QKV, 1024 for WO, 512 or 1024 for the MLP)."""
     gx = grid[0]
     gy = largest_divisor(_tiles(k), grid[1])  # in0 blocks of k split evenly over the rows that share them
-    per_core_m = max(1, -(-_tiles(m) // gy))
     per_core_n = -(-_tiles(n) // gx)
-    return ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
-        compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=largest_divisor(_tiles(k) // gy),
-        out_subblock_h=1, out_subblock_w=largest_divisor(per_core_n, 4), per_core_M=per_core_m, per_core_N=per_core_n,
-        transpose_mcast=False, fused_activation=None, fuse_batch=True)
+    rows = m
+    while True:
+        per_core_m = max(1, -(-_tiles(rows) // gy))
+        k_tiles = _tiles(k) // gy
+        for w in sorted({d for d in range(1, 9) if k_tiles % d == 0}, reverse=True):
+            if matmul_2d_cb_bytes(per_core_m, per_core_n, w, in0, in1, out, fp32_acc) <= cb_budget:
+                return PrefillMatmul(ttnn.MatmulMultiCoreReuseMultiCastProgramConfig(
+                    compute_with_storage_grid_size=ttnn.CoreCoord(gx, gy), in0_block_w=w, out_subblock_h=1,
+                    out_subblock_w=largest_divisor(per_core_n, 4), per_core_M=per_core_m, per_core_N=per_core_n,
+                    transpose_mcast=False, fused_activation=None, fuse_batch=rows == m), rows)
+        if rows % 2 or rows // 2 < TILE * gy:
+            raise ValueError(f"no prefill matmul config for [{m}, {k}] x [{k}, {n}] fits {cb_budget} B of L1 per "
+                             f"core on a {grid} grid")
+        rows //= 2
 
 
 def width_sharded(rows: int, width: int, grid_xy: tuple[int, int]) -> Any:
@@ -123,9 +163,13 @@ class ModelLayouts:
     lm_head_splits: list[int]  # vocabulary columns per LM-head split
     sdpa_prefill: Any
     grid: tuple[int, int]
+    cb_budget: int  # L1 bytes per core a prefill matmul's circular buffers may take
 
-    def prefill_matmul(self, m: int, k: int, n: int) -> Any:
-        return prefill_matmul(m, k, n, self.grid)
+    def prefill_matmul(self, m: int, k: int, n: int, x: Any, w: Any, out_dtype: Any,
+                       kernel: Any) -> PrefillMatmul:
+        """The 2-D config for x [.., m, k] @ w [k, n] into out_dtype with this compute kernel config."""
+        return prefill_matmul(m, k, n, self.grid, tile_bytes(x.dtype), tile_bytes(w.dtype), tile_bytes(out_dtype),
+                              bool(kernel.fp32_dest_acc_en), self.cb_budget)
 
 
 def lm_head_splits(vocab: int, cores: int, max_per_core: int = 668) -> list[int]:
@@ -184,7 +228,9 @@ def build_layouts(args: Any, device: Any, batch: int) -> ModelLayouts:
         "w2": dram_sharded_weight(ttnn, args.hidden_dim, dim, banks),
         **{f"lm_head{i}": dram_sharded_weight(ttnn, dim, n, banks) for i, n in enumerate(splits)},
     }
-    return ModelLayouts(decode=decode, weights=weights, lm_head_splits=splits, sdpa_prefill=None, grid=grid)
+    l1 = ttnn.get_memory_view(device, ttnn.BufferType.L1).total_bytes_per_bank
+    return ModelLayouts(decode=decode, weights=weights, lm_head_splits=splits, sdpa_prefill=None, grid=grid,
+                        cb_budget=int(CB_SHARE_OF_L1 * l1))
 
 
 def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int]) -> Any:
@@ -204,5 +250,5 @@ def fp32_representable(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
 
 
-__all__ = ["ModelLayouts", "DecodeLayouts", "DramMatmul", "build_layouts", "sdpa_prefill", "fp32_representable",
-           "math"]
+__all__ = ["ModelLayouts", "DecodeLayouts", "DramMatmul", "PrefillMatmul", "build_layouts", "sdpa_prefill",
+           "fp32_representable", "math"]

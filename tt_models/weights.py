@@ -35,9 +35,14 @@ class WeightStore:
         self.cache_dir = cache_dir
 
     def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None) -> Any:
-        cache = str(self.cache_dir / name) if self.cache_dir is not None else None
-        return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device,
-                              memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG, cache_file_name=cache)
+        memory_config = memory_config or ttnn.DRAM_MEMORY_CONFIG
+        cache = None
+        if self.cache_dir is not None:
+            # ttnn.as_tensor places a cached tensor where it was first placed, whatever memory_config says: the
+            # placement is part of the file's name, so a layout change converts anew instead of reusing it.
+            cache = str(self.cache_dir / f"{name}-{hashlib.sha1(repr(memory_config).encode()).hexdigest()[:10]}")
+        return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device, memory_config=memory_config,
+                              cache_file_name=cache)
 
     def has(self, name: str) -> bool:
         return name in self.sd

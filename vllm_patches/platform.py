@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +131,14 @@ class TTPlatform(Platform):
             cache.block_size = DEFAULT_BLOCK_SIZE
         if cache.block_size % 32:
             raise ValueError(f"block_size {cache.block_size} must be a multiple of 32 (TT tiles)")
+        from generator_vllm import MAX_USERS_PER_DEVICE
+
+        if sched.max_num_seqs > MAX_USERS_PER_DEVICE:
+            raise ValueError(
+                f"max_num_seqs={sched.max_num_seqs}: one TT device decodes at most {MAX_USERS_PER_DEVICE} users (its "
+                f"head ops place one user per core; vLLM's defaults are larger). Set max_num_seqs <= "
+                f"{MAX_USERS_PER_DEVICE}, and serve more users with data parallel over more devices "
+                f"(vLLM's --data-parallel-size)")
         if model is None:
             return
         from vllm_patches.registry import tt_generation_class
@@ -142,24 +149,7 @@ class TTPlatform(Platform):
         if cache.enable_prefix_caching and (not caps.get("supports_prefix_caching") or window):
             logger.info("prefix caching disabled: %s", "sliding window" if window else "not supported by the model")
             cache.enable_prefix_caching = False
-        if cache.num_gpu_blocks_override is None:
-            budget = tt_cls.get_max_tokens_all_users(model.model, max_model_len=model.max_model_len,
-                                                     max_num_seqs=sched.max_num_seqs)
-            # Capped by what the device holds, at least one full-length request, plus one block per sequence.
-            kv_bytes_per_token = cls._kv_bytes_per_token(model, tt)
-            budget = min(budget, int(0.5 * cls.get_device_total_memory() // max(kv_bytes_per_token, 1)))
-            budget = max(budget, model.max_model_len)
-            cache.num_gpu_blocks_override = math.ceil((budget + cache.block_size * sched.max_num_seqs)
-                                                      / cache.block_size) + 1  # + vLLM's null block
-        logger.info("TT platform: %s, block_size %d, %d KV blocks, trace_mode %s", tt_cls.__name__,
-                    cache.block_size, cache.num_gpu_blocks_override, tt.trace_mode)
-
-    @staticmethod
-    def _kv_bytes_per_token(model: Any, tt: Any) -> int:
-        from tt_models.config import load_optimizations
-
-        cfg = model.hf_text_config
-        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        per_value = {"BFP8": 1.0625, "BF16": 2, "FP32": 4}[load_optimizations(tt.optimizations).precision("KV_CACHE")]
-        return int(2 * cfg.num_hidden_layers * heads * head_dim * per_value)
+        # The KV block count is the worker's: what the model asks for, capped by the device's DRAM once the weights
+        # are loaded (TTWorker.determine_available_memory).
+        logger.info("TT platform: %s, block_size %d, trace_mode %s", tt_cls.__name__, cache.block_size,
+                    tt.trace_mode)

@@ -11,14 +11,13 @@ import torch
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec
 from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
+from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 from vllm_patches.loader import load_tt_model
 from vllm_patches.model_runner import TTModelRunner
 from vllm_patches.registry import register_tt_models
 from vllm_patches.tt_config import TTConfig
 
 logger = logging.getLogger(__name__)
-# The block count is pinned by the platform (num_gpu_blocks_override); memory is not profiled.
-_UNPROFILED_MEMORY = 1 << 50
 
 
 class TTWorker(WorkerBase):
@@ -97,7 +96,18 @@ class TTWorker(WorkerBase):
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
 
     def determine_available_memory(self) -> int:
-        return _UNPROFILED_MEMORY
+        """Bytes (in vLLM's page accounting) of exactly the KV blocks to allocate: what the model asks for, capped by
+        the DRAM the device's allocator has left after the weights. vLLM divides this back into blocks."""
+        mc, sched, cache = self.model_config, self.vllm_config.scheduler_config, self.cache_config
+        model = self.model_runner.model
+        capacity = model.kv_cache_capacity(cache.block_size)
+        wanted = wanted_blocks(type(model).get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
+                                                                    max_num_seqs=sched.max_num_seqs),
+                               mc.max_model_len, cache.block_size, sched.max_num_seqs)
+        blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size, cache.num_gpu_blocks_override)
+        logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)", blocks,
+                    cache.block_size, wanted, capacity.blocks)
+        return blocks * sum(spec.page_size_bytes for spec in self.get_kv_cache_spec().values())
 
     def initialize_from_config(self, kv_cache_config: Any) -> None:
         mc = self.model_config

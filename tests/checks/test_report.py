@@ -50,3 +50,12 @@ def test_plain_exception_text_and_summary():
     text = summary(calls)
     assert text.splitlines()[-1] == "2 calls accepted, 1 rejected"
     assert "  s1: 1 accepted, 1 rejected" in text and "  s2: 1 accepted, 0 rejected" in text
+
+
+def test_expected_out_of_memory_is_counted_apart():
+    oom = Rule("Out of Memory: Not enough space to allocate 119537664 B DRAM buffer across 12 banks")
+    calls = [Call("ttnn.as_tensor", "w.py:1 (f)", "cap", oom, expected=True), Call("ttnn.add", "a.py:1 (f)", "s1")]
+    text = summary(calls)
+    last = "1 calls accepted, 0 rejected (1 expected out-of-memory verdicts of capacity checks)"
+    assert text.splitlines()[-1] == last
+    assert "  cap: 0 accepted, 0 rejected, 1 expected out-of-memory" in text

@@ -122,3 +122,21 @@ def test_as_tensor_caches_converted_weights(tmp_path, device):
     assert torch.equal(ttnn.to_torch(first), ttnn.to_torch(again))
     with pytest.raises(ttnn.TTError, match="no cached tensor"):
         ttnn.as_tensor(None, ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, cache_file_name=name)
+
+
+def test_as_tensor_cache_hit_keeps_the_first_placement(tmp_path, device):
+    """Real ttnn 0.81.1 on a mock N150: as_tensor with a cache file written under a width-sharded DRAM config,
+    asked again with DRAM_MEMORY_CONFIG or L1_MEMORY_CONFIG, returns the width-sharded tensor (load_tensor_flatbuffer
+    places the file's own spec). The simulator must not quietly honour the new memory_config."""
+    grid = ttnn.CoreRangeSet({ttnn.CoreRange(ttnn.CoreCoord(0, 0), ttnn.CoreCoord(11, 0))})
+    sharded = ttnn.MemoryConfig(ttnn.TensorMemoryLayout.WIDTH_SHARDED, ttnn.BufferType.DRAM,
+                                ttnn.ShardSpec(grid, [576, 96], ttnn.ShardOrientation.ROW_MAJOR))
+    w = torch.randn(1, 1, 576, 960)
+    name = tmp_path / "w"
+    first = ttnn.as_tensor(w, ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device, memory_config=sharded,
+                           cache_file_name=name)
+    for asked in (ttnn.DRAM_MEMORY_CONFIG, ttnn.L1_MEMORY_CONFIG):
+        again = ttnn.as_tensor(w, ttnn.bfloat8_b, layout=ttnn.TILE_LAYOUT, device=device, memory_config=asked,
+                               cache_file_name=name)
+        assert again.memory_config() == sharded == first.memory_config()
+        assert torch.equal(ttnn.to_torch(first), ttnn.to_torch(again))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
 from tt_models.precision import LayerPrecision
@@ -77,9 +78,9 @@ class Attention:
         a, k_ops, lay = self.args, self.prec.kernels, self.layouts
         seq, hd = x.shape[-2], a.head_dim
         qkv_n = hd * (a.n_heads + 2 * a.n_kv_heads)
-        qkv = ttnn.linear(x, self.wqkv, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
-                          program_config=lay.prefill_matmul(seq, a.dim, qkv_n),
-                          compute_kernel_config=k_ops["LI_QKV_PREFILL"])
+        mm = lay.prefill_matmul(seq, a.dim, qkv_n, x, self.wqkv, self.prec.residual, k_ops["LI_QKV_PREFILL"])
+        qkv = prefill_linear(x, self.wqkv, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                             compute_kernel_config=k_ops["LI_QKV_PREFILL"])
         qkv = self._qkv_bias(qkv)
         q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads,
                                                          transpose_k_heads=False,
@@ -110,9 +111,9 @@ class Attention:
         for t in (q, k, v):
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
-        return ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
-                           program_config=lay.prefill_matmul(seq, a.n_heads * hd, a.dim),
-                           compute_kernel_config=k_ops["LI_O_PREFILL"])
+        mm = lay.prefill_matmul(seq, a.n_heads * hd, a.dim, out, self.wo, self.prec.residual, k_ops["LI_O_PREFILL"])
+        return prefill_linear(out, self.wo, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                              compute_kernel_config=k_ops["LI_O_PREFILL"])
 
     # ---------------- decode ----------------
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
@@ -21,28 +22,33 @@ class MLP:
         self.w3 = weights.linear([p + "w3.weight"], prec.ff1_ff3, p + "w3", layouts.weights["w1_w3"])
         self.w2 = weights.linear([p + "w2.weight"], prec.ff2, p + "w2", layouts.weights["w2"])
 
-    def _run(self, x: Any, mem: Any, pc_up: Any, pc_down: Any) -> Any:
+    def _run(self, x: Any, mem: Any, up_down: Any) -> Any:
         k = self.prec.kernels
-        gate = ttnn.linear(x, self.w1, dtype=self.prec.residual, memory_config=mem, program_config=pc_up,
-                           compute_kernel_config=k["LI_FF1_FF3"])
-        up = ttnn.linear(x, self.w3, dtype=self.prec.residual, memory_config=mem, program_config=pc_up,
-                         compute_kernel_config=k["LI_FF1_FF3"])
+        gate = up_down(x, self.w1, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF1_FF3"])
+        up = up_down(x, self.w3, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF1_FF3"])
         h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation,
                      memory_config=gate.memory_config())
         ttnn.deallocate(gate)
         ttnn.deallocate(up)
-        out = ttnn.linear(h, self.w2, dtype=self.prec.residual, memory_config=mem, program_config=pc_down,
-                          compute_kernel_config=k["LI_FF2"])
+        out = up_down(h, self.w2, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF2"])
         ttnn.deallocate(h)
         return out
 
     def decode(self, x: Any) -> Any:
         d = self.layouts.decode
-        return self._run(x, ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG, d.w1_w3.program, d.w2.program)
+
+        def linear(t: Any, w: Any, **kw: Any) -> Any:
+            return ttnn.linear(t, w, program_config=d.w2.program if w is self.w2 else d.w1_w3.program, **kw)
+
+        return self._run(x, ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG, linear)
 
     def prefill(self, x: Any) -> Any:
-        seq, dim = x.shape[-2], x.shape[-1]
-        hidden = self.w1.shape[-1]
+        seq = x.shape[-2]
         lay = self.layouts
-        return self._run(x, ttnn.DRAM_MEMORY_CONFIG, lay.prefill_matmul(seq, dim, hidden),
-                         lay.prefill_matmul(seq, hidden, dim))
+
+        def linear(t: Any, w: Any, **kw: Any) -> Any:
+            k_dim, n = w.shape[-2], w.shape[-1]
+            mm = lay.prefill_matmul(seq, k_dim, n, t, w, kw["dtype"], kw["compute_kernel_config"])
+            return prefill_linear(t, w, mm, **kw)
+
+        return self._run(x, ttnn.DRAM_MEMORY_CONFIG, linear)

@@ -61,7 +61,7 @@ from .device import (
     open_mesh_device,
     synchronize_device,
 )
-from .eltwise import add, mul, multiply, silu, softmax
+from .eltwise import add, fill, mul, multiply, silu, softmax
 from .embedding import embedding
 from .errors import TTError
 from .matmul import linear, matmul

@@ -11,7 +11,7 @@ import torch
 
 from .device import MeshDevice
 from .errors import TTError, refuse_options
-from .memory import DRAM_MEMORY_CONFIG, MemoryConfig
+from .memory import DRAM_MEMORY_CONFIG, MemoryConfig, memory_config_from_data, memory_config_to_data
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
 from .types import DataType, Layout
@@ -175,7 +175,11 @@ def as_tensor(
     mesh_mapper: Any = None,
     cache_dump_mode: bool = False,
 ) -> Tensor:
-    """from_torch with an on-disk cache of the converted tensor: a second start skips the (block-float) rounding."""
+    """from_torch with an on-disk cache of the converted tensor: a second start skips the (block-float) rounding.
+
+    As in the real ttnn, the file keeps the memory config the tensor was first made with, and a cache hit places the
+    tensor with that one: the memory_config argument only applies when the file is written. A caller that changes
+    a tensor's placement must change its cache_file_name too."""
     if cache_file_name is None:
         if preprocess is not None:
             tensor = preprocess(tensor)
@@ -183,10 +187,11 @@ def as_tensor(
                           mesh_mapper=mesh_mapper)
     dtype = dtype or default_dtype_for(tensor)
     path = _cache_path(str(cache_file_name), dtype, layout, mesh_mapper)
-    if path.exists():
-        shards = torch.load(path, weights_only=True)
-        host = Tensor.make(shards, dtype, layout, None)
-    else:
+    stored = torch.load(path, weights_only=True) if path.exists() else None
+    if isinstance(stored, dict):
+        host = Tensor.make(stored["shards"], dtype, layout, None)
+        memory_config = memory_config_from_data(stored["memory_config"]) or DRAM_MEMORY_CONFIG
+    else:  # no file (or one from before placements were stored): convert and write it
         if tensor is None:
             raise TTError("as_tensor", f"no cached tensor at {path} and no torch tensor given")
         if preprocess is not None:
@@ -194,7 +199,8 @@ def as_tensor(
         host = from_torch(tensor, dtype, layout=layout, mesh_mapper=mesh_mapper)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        torch.save([s.contiguous() for s in host._shards], tmp)
+        torch.save({"shards": [s.contiguous() for s in host._shards],
+                    "memory_config": memory_config_to_data(memory_config)}, tmp)
         tmp.replace(path)
     return _place(host, device, memory_config) if device is not None else host
 
@@ -312,11 +318,12 @@ def empty(
     device: MeshDevice | None = None,
     memory_config: MemoryConfig | None = None,
 ) -> Tensor:
-    """A device tensor whose contents are undefined. Its buffer is reserved first, and values are never
-    materialized beyond what fits (here they read as zeros, never relied on)."""
+    """A device tensor whose contents are undefined, as on a device: the buffer is reserved and its values are
+    whatever the host memory held (untouched pages take no host memory, so weights or a KV cache made with empty
+    cost nothing until written)."""
     if device is None:
         raise TTError("empty", "needs a device")
-    return _filled("empty", shape, dtype, layout, device, memory_config, torch.zeros)
+    return _filled("empty", shape, dtype, layout, device, memory_config, torch.empty)
 
 
 def _filled(op: str, shape: Any, dtype: DataType, layout: Layout, device: MeshDevice | None,

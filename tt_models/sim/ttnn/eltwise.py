@@ -1,4 +1,4 @@
-"""Element-wise ops: add, mul (with fused input activations), silu, softmax."""
+"""Element-wise ops: add, mul (with fused input activations), silu, softmax, fill."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from .compute import apply_activations, f32, output, per_device
+from .compute import apply_activations, f32, output, per_device, per_device_write, store_as
 from .errors import TTError
 from .memory import MemoryConfig
 from .tensor import Tensor, require_device
@@ -106,3 +106,32 @@ def softmax(
     require_device("softmax", input_tensor)
     return output(input_tensor, per_device(lambda x: torch.softmax(f32(x), dim=dim), input_tensor),
                   None, None, memory_config)
+
+
+# Dtypes the unary FILL kernel writes (ttnn.fill's documented table).
+_FILL_DTYPES = (DataType.BFLOAT16, DataType.BFLOAT8_B, DataType.FLOAT32, DataType.INT32, DataType.UINT32,
+                DataType.UINT16)
+
+
+@device_op(kernel_replay=True)
+def fill(input_tensor: Tensor, fill_value: float, *, memory_config: MemoryConfig | None = None,
+         output_tensor: Tensor | None = None, sub_core_grids: Any = None) -> Tensor:
+    """Every element set to fill_value on the device. With output_tensor (which may be input_tensor itself) the
+    values are written into that buffer and nothing is allocated: how a device-sized buffer is zeroed without a
+    host copy."""
+    require_device("fill", input_tensor)
+    if input_tensor.dtype not in _FILL_DTYPES:
+        raise TTError("fill", f"unsupported dtype {input_tensor.dtype} (supported: BFLOAT16, BFLOAT8_B, FLOAT32, "
+                              "INT32, UINT32, UINT16)")
+    if output_tensor is None:
+        return output(input_tensor, per_device(lambda x: torch.full_like(x, fill_value), input_tensor), None, None,
+                      memory_config)
+    if output_tensor.shape != input_tensor.shape:
+        raise TTError("fill", f"output_tensor shape {output_tensor.shape} must equal the input's {input_tensor.shape}")
+    value = store_as(torch.tensor([float(fill_value)]), output_tensor.dtype)[0].item()
+
+    def write(buf: torch.Tensor) -> None:
+        buf.fill_(value)
+
+    per_device_write(write, output_tensor)
+    return output_tensor

@@ -98,6 +98,30 @@ class MemoryConfig:
                 f"shard_spec={self.shard_spec!r})")
 
 
+def memory_config_to_data(mc: MemoryConfig | None) -> list | None:
+    """Plain data (lists, strings, ints) for a memory config, as a tensor file stores it."""
+    if mc is None:
+        return None
+    spec = mc.shard_spec
+    shard = None if spec is None else [[[r.start.x, r.start.y, r.end.x, r.end.y] for r in spec.grid.ranges()],
+                                       list(spec.shape), spec.orientation.name]
+    return [mc.memory_layout.name, mc.buffer_type.name, shard]
+
+
+def memory_config_from_data(data: list | None) -> MemoryConfig | None:
+    if data is None:
+        return None
+    from .cores import CoreCoord
+
+    layout, buffer, shard = data
+    spec = None
+    if shard is not None:
+        ranges, shape, orientation = shard
+        spec = ShardSpec(CoreRangeSet([CoreRange(CoreCoord(a, b), CoreCoord(c, d)) for a, b, c, d in ranges]),
+                         shape, ShardOrientation[orientation])
+    return MemoryConfig(TensorMemoryLayout[layout], BufferType[buffer], spec)
+
+
 DRAM_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.DRAM)
 L1_MEMORY_CONFIG = MemoryConfig(TensorMemoryLayout.INTERLEAVED, BufferType.L1)
 # Sharded layouts without a shard spec: ops that take these derive the spec themselves.

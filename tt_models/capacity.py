@@ -1,0 +1,63 @@
+"""How much KV cache a device holds once a model's weights are on it, from the device's own allocator.
+
+The paged KV cache is 2 x n_layers interleaved DRAM tensors [num_blocks, n_kv_heads, block_size, head_dim]; each
+spreads its tiles round-robin over the DRAM banks, so a bank holds ceil(tiles / banks) tiles of each. What a bank has
+left after the weights (ttnn.get_memory_view: the largest free block of DRAM per bank, identical in every bank) minus
+room for prefill's interleaved activations bounds the block count. The vLLM worker caps vLLM's block count with it,
+and scripts/check_real_ttnn.sh allocates exactly that many blocks on the real allocator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tt_models.backend import ttnn
+from tt_models.layouts import TILE_BYTES
+
+TILE = 32
+
+
+@dataclass(frozen=True)
+class KVCapacity:
+    blocks: int  # KV blocks (incl. vLLM's null block) that fit
+    free_per_bank: int  # DRAM bytes per bank free after the weights
+    reserve_per_bank: int  # kept for activations
+    bytes_per_block_per_bank: float  # KV bytes a block adds to each bank
+    banks: int
+
+    def tokens(self, block_size: int) -> int:
+        return self.blocks * block_size
+
+
+def kv_bank_bytes(num_blocks: int, n_layers: int, n_kv_heads: int, block_size: int, head_dim: int,
+                  dtype_name: str, banks: int, alignment: int = 32) -> int:
+    """Bytes per DRAM bank the whole KV cache takes (every layer's K and V)."""
+    tiles = num_blocks * n_kv_heads * (block_size // TILE) * -(-head_dim // TILE)
+    per_tensor = -(-tiles // banks) * TILE_BYTES[dtype_name]
+    per_tensor = -(-per_tensor // alignment) * alignment
+    return 2 * n_layers * per_tensor
+
+
+def activation_reserve(args: Any, max_prefill_tokens: int, banks: int) -> int:
+    """DRAM per bank prefill's interleaved activations take at most: the residual, the QKV projection and the MLP's
+    gate, up and product for one chunk, in bf16, plus the 32-row LM-head logits, with 25% for allocator slack."""
+    qkv = args.head_dim * (args.n_heads + 2 * args.n_kv_heads)
+    elems = max_prefill_tokens * (3 * args.dim + qkv + 3 * args.hidden_dim) + TILE * args.vocab_size
+    return int(1.25 * 2 * elems / banks)
+
+
+def kv_capacity(device: Any, args: Any, block_size: int, kv_dtype: Any, max_prefill_tokens: int) -> KVCapacity:
+    """KV blocks that fit in the device's DRAM as it is now (call once the weights are loaded)."""
+    view = ttnn.get_memory_view(device, ttnn.BufferType.DRAM)
+    banks, free = view.num_banks, view.largest_contiguous_bytes_free_per_bank
+    reserve = activation_reserve(args, max_prefill_tokens, banks)
+    name = kv_dtype.name if hasattr(kv_dtype, "name") else str(kv_dtype).rsplit(".", 1)[-1]
+    per_block = kv_bank_bytes(banks, args.n_layers, args.n_kv_heads, block_size, args.head_dim, name, banks) / banks
+    budget = free - reserve
+    blocks = max(0, int(budget // per_block)) if per_block else 0
+    # The per-bank rounding can cost a tile per tensor: step down until the exact size fits.
+    while blocks and kv_bank_bytes(blocks, args.n_layers, args.n_kv_heads, block_size, args.head_dim, name,
+                                   banks) > budget:
+        blocks -= 1
+    return KVCapacity(blocks, free, reserve, per_block, banks)

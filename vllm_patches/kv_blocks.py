@@ -1,0 +1,41 @@
+"""How many KV-cache blocks the TT worker gives vLLM: what the model asks for (configs/models token budget, at least
+one max_model_len request, one block per sequence), capped by what the device's DRAM holds after the weights
+(tt_models.capacity). Too little room for one max_model_len request fails the load with the device's numbers."""
+
+from __future__ import annotations
+
+import math
+
+from tt_models.capacity import KVCapacity
+
+MiB = 1 << 20
+
+
+def wanted_blocks(token_budget: int, max_model_len: int, block_size: int, max_num_seqs: int) -> int:
+    """Blocks for the token budget (at least one full-length request) plus one block per sequence for the partially
+    filled last block of each, plus vLLM's null block."""
+    tokens = max(token_budget, max_model_len)
+    return math.ceil((tokens + block_size * max_num_seqs) / block_size) + 1
+
+
+def plan_kv_blocks(wanted: int, capacity: KVCapacity, max_model_len: int, block_size: int,
+                   override: int | None = None) -> int:
+    """The block count to allocate. An explicit num_gpu_blocks_override is honoured only if the device holds it."""
+    needed = math.ceil(max_model_len / block_size) + 1  # one full-length request + the null block
+    if override is not None:
+        if override > capacity.blocks:
+            raise ValueError(f"num_gpu_blocks_override={override} KV blocks do not fit in the device's DRAM: "
+                             f"{_room(capacity)}, so at most {capacity.blocks} blocks of {block_size} tokens")
+        return override
+    if capacity.blocks < needed:
+        raise ValueError(f"the KV cache for one max_model_len={max_model_len} request ({needed} blocks of "
+                         f"{block_size} tokens) does not fit in the device's DRAM: {_room(capacity)}, so at most "
+                         f"{capacity.blocks} blocks ({capacity.tokens(block_size)} tokens). Lower max_model_len, use a "
+                         f"profile with a smaller KV-cache dtype, or a device with more DRAM")
+    return min(wanted, capacity.blocks)
+
+
+def _room(c: KVCapacity) -> str:
+    return (f"{c.free_per_bank / MiB:.1f} MiB free per DRAM bank x {c.banks} banks after the weights, "
+            f"{c.reserve_per_bank / MiB:.1f} MiB of it kept for prefill activations, "
+            f"{c.bytes_per_block_per_bank * c.banks / MiB:.3f} MiB per block")
