@@ -7,6 +7,8 @@
 #   ./scripts/check_real_ttnn.sh --help          # the checker's options (python -m tt_checks)
 #   ./scripts/check_real_ttnn.sh --setup-only    # build .venv-ttnn and the mock toolchain, run nothing
 #   ./scripts/check_real_ttnn.sh --corpus        # regenerate tests/fixtures/ttnn_corpus_0.81.1.json
+#   ./scripts/check_real_ttnn.sh --python ARGS   # run .venv-ttnn's python with ARGS in the checker's environment,
+#                                                # e.g. --python -m tt_checks.try_cases record cases_eltwise
 #
 # What it sets up: .venv-ttnn (Python 3.12: ttnn 0.81.1 ships cp310/cp312 wheels only) with ttnn==0.81.1,
 # torch 2.13.0 and this package from the checkout; Debian's binutils-riscv64-unknown-elf (kernel links); a stand-in
@@ -94,8 +96,9 @@ setup_toolchain() {
   fi
 }
 
-setup_only=0
+setup_only=0 python_only=0
 [ "${1:-}" = "--setup-only" ] && { setup_only=1; shift; }
+[ "${1:-}" = "--python" ] && { python_only=1; shift; }
 setup_binutils
 setup_venv
 setup_toolchain
@@ -108,4 +111,6 @@ export TT_LOGGER_LEVEL="${TT_LOGGER_LEVEL:-off}"
 export LOGURU_LEVEL="${LOGURU_LEVEL:-WARNING}"  # ttnn's Python logging (per-tensor cache DEBUG lines)
 export TT_BACKEND=ttnn
 [ "$setup_only" = 1 ] && { say "ready: $VENV, $WORK"; exit 0; }
+export TT_METAL_MOCK_CLUSTER_DESC_PATH="${TT_METAL_MOCK_CLUSTER_DESC_PATH:-$HERE/clusters/N150.yaml}"
+[ "$python_only" = 1 ] && exec "$VENV/bin/python" "$@"
 exec "$VENV/bin/python" -m tt_checks "$@"

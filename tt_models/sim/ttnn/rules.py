@@ -66,7 +66,12 @@ def rules(op: str, source: str) -> RuleSet:
 
 
 def all_rules() -> list[Rule]:
-    from . import experimental, placement, transformer  # noqa: F401  (importing the ops registers their rules)
+    # Importing the op modules registers their rules.
+    import importlib
+
+    for module in ("conversion", "data_movement", "eltwise", "embedding", "experimental", "heads", "matmul",
+                   "normalization", "paged_cache", "placement", "reduction", "rotary", "sdpa_decode", "transformer"):
+        importlib.import_module(f"{__package__}.{module}")
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
 
