@@ -4,14 +4,23 @@ Decode throughput (tokens/s) at batch 1 and 32 for the simulator (traced decode,
 eager `generate` in bf16, plus simulator prefill time for 128 and 1024-token prompts. Prints JSON. Target: simulator
 decode at batch 32 >= 1.0x HF's tokens/s, compared in the same dtype: the `bf16` profile (bf16 weights,
 activations and KV cache) against HF in bf16. Other profiles (`--profiles bf16,performance`) are reported too;
-block-float profiles do extra rounding work that HF does not, and `accuracy` runs fp32 activations.
+block-float profiles do extra rounding work that HF does not. By default the profiles a device runs are measured
+(bf16, performance, accuracy).
+
+It also reports what the simulator's device validation costs per decode step at batch 32: the share of a step's time
+spent in validation code (the rule checks, placement checks and every `check*` / `_validate*` function of the
+simulator, by self time under cProfile), for traced steps (target <= 10%: a trace freezes shapes and configs, so
+replay re-runs only the data-dependent checks of positions and page tables) and for untraced ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
+import re
 import time
 
 import torch
@@ -49,6 +58,33 @@ def sim_decode_tps(tt, kv, batch: int, prompt_len: int, steps: int) -> float:
     return batch * steps / (time.perf_counter() - t0)
 
 
+_VALIDATION_FN = re.compile(r"(^|_)(check|validate|require)|^pattern$")
+_VALIDATION_FILES = ("/sim/ttnn/rules.py", "/sim/ttnn/placement.py")
+
+
+def validation_share(tt, kv, batch: int, prompt_len: int, steps: int, trace: bool) -> float:
+    """Share of decode time spent in the simulator's validation code (self time of validation functions)."""
+    width = tt.max_seq_len // BLOCK
+    table = torch.zeros(tt.max_batch_size, width, dtype=torch.int32)
+    table[:batch] = (torch.arange(batch * width) + 1).reshape(batch, width)
+    nxt = torch.ones(tt.max_batch_size, 1, dtype=torch.int32)
+    pos = torch.full((tt.max_batch_size,), -1, dtype=torch.int32)
+    pos[:batch] = prompt_len
+    tt.decode_forward(nxt, pos, table, kv, enable_trace=trace)  # capture outside the profile
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        pos[:batch] += 1
+        tt.decode_forward(nxt, pos, table, kv, enable_trace=trace)
+    prof.disable()
+    total = validation = 0.0
+    for (path, _, name), (_, _, self_time, _, _) in pstats.Stats(prof).stats.items():
+        total += self_time
+        if "/sim/ttnn/" in path and (_VALIDATION_FN.search(name) or path.endswith(_VALIDATION_FILES)):
+            validation += self_time
+    return validation / max(total, 1e-9)
+
+
 def hf_decode_tps(model: torch.nn.Module, batch: int, prompt_len: int, steps: int) -> float:
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(100, 40000, (batch, prompt_len), generator=g)
@@ -67,7 +103,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--prompt-len", type=int, default=64)
-    ap.add_argument("--profiles", default="bf16",
+    ap.add_argument("--profiles", default="bf16,performance,accuracy",
                     help="comma-separated optimization profiles; the first is compared with HF bf16")
     ap.add_argument("--repeats", type=int, default=3,
                     help="decode measurements per configuration; the best is reported, for both sides alike")
@@ -102,6 +138,10 @@ def main() -> None:
             for d, xs in ref.items():
                 result[f"hf_{d}_decode_tok_s_b{batch}"] = round(max(xs), 2)
                 result[f"hf_{d}_decode_tok_s_b{batch}_samples"] = [round(x, 1) for x in xs]
+            if batch == 32:
+                for trace in (True, False):
+                    share = validation_share(tt, kv, batch, args.prompt_len, max(2, args.steps // 4), trace)
+                    result[f"sim_{profile}_validation_share_{'traced' if trace else 'eager'}_b32"] = round(share, 4)
             if batch == 1:
                 for n in (128, 1024):
                     table = (torch.arange(2048 // BLOCK) + 1).to(torch.int32)[None]
@@ -119,6 +159,7 @@ def main() -> None:
     if "bf16" in hf:
         result["ratio_b32_profile"] = profiles[0]
         result["target_ratio_b32"] = 1.0
+    result["target_validation_share_traced"] = 0.10
     print(json.dumps(result))
 
 

@@ -550,8 +550,9 @@ def cases() -> Iterator[tuple[str, dict]]:
     yield from sdpa_decode()
     yield from matmul()
     yield from heads()
-    from tt_checks import cases_data_movement, cases_eltwise, cases_sdpa_prefill
+    from tt_checks import cases_data_movement, cases_eltwise, cases_misc, cases_sdpa_prefill
 
     yield from cases_eltwise.cases()
     yield from cases_data_movement.cases()
     yield from cases_sdpa_prefill.cases()
+    yield from cases_misc.cases()

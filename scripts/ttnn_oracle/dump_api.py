@@ -29,11 +29,33 @@ transformer.chunked_scaled_dot_product_attention transformer.paged_scaled_dot_pr
 begin_trace_capture end_trace_capture execute_trace release_trace WormholeComputeKernelConfig
 init_device_compute_kernel_config create_sharded_memory_config MemoryConfig synchronize_device unsqueeze_to_4D
 sharded_to_interleaved interleaved_to_sharded clone transpose zeros to_memory_config get_device_ids
+empty fill fill_implicit_tile_padding get_golden_function get_memory_view num_cores_to_corerangeset
+num_cores_to_corerangeset_in_subcoregrids Tile DispatchCoreConfig MeshCoordinate CoreCoord CoreRange CoreRangeSet
+CoreGrid ShardSpec Tensor MatmulMultiCoreReuseProgramConfig MatmulMultiCoreReuseMultiCastProgramConfig
+MatmulMultiCoreReuseMultiCast1DProgramConfig MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig SDPAProgramConfig
+LayerNormShardedMultiCoreProgramConfig LayerNormDefaultProgramConfig UnaryWithParam
 """.split()
 CONSTANTS = """
 TILE_LAYOUT ROW_MAJOR_LAYOUT bfloat16 float32 uint32 int32 bfloat8_b bfloat4_b DRAM_MEMORY_CONFIG L1_MEMORY_CONFIG
 MathFidelity.LoFi MathFidelity.HiFi2 MathFidelity.HiFi3 MathFidelity.HiFi4 UnaryOpType.SILU TILE_SIZE
+DispatchCoreAxis.ROW DispatchCoreAxis.COL DispatchCoreType.WORKER DispatchCoreType.ETH StorageType.HOST
+StorageType.DEVICE BufferType.DRAM BufferType.L1 TensorMemoryLayout.INTERLEAVED TensorMemoryLayout.HEIGHT_SHARDED
+TensorMemoryLayout.WIDTH_SHARDED TensorMemoryLayout.BLOCK_SHARDED ShardOrientation.ROW_MAJOR ShardOrientation.COL_MAJOR
+ShardStrategy.HEIGHT ShardStrategy.WIDTH ShardStrategy.BLOCK L1_HEIGHT_SHARDED_MEMORY_CONFIG
+L1_WIDTH_SHARDED_MEMORY_CONFIG L1_BLOCK_SHARDED_MEMORY_CONFIG uint16 uint8
 """.split()
+# Methods and properties real callers use on the objects ops return (recorded as present or not).
+METHODS = {
+    "MeshDevice": """compute_with_storage_grid_size dram_grid_size core_grid get_num_devices get_device_ids arch shape
+                     enable_program_cache disable_and_clear_program_cache clear_program_cache
+                     num_program_cache_entries set_program_cache_misses_allowed create_submeshes""".split(),
+    "Tensor": """shape logical_shape padded_shape dtype layout memory_config storage_type is_sharded to cpu reshape
+                 device is_allocated volume get_dtype get_layout""".split(),
+    "Tile": "tile_shape face_shape num_faces get_tile_size partial_face narrow_tile".split(),
+    "MeshShape": "mesh_size dims".split(),
+    "MeshCoordinate": ["dims"],
+    "DispatchCoreConfig": ["type", "axis"],
+}
 
 
 def resolve(path: str):
@@ -121,6 +143,8 @@ def main() -> None:
         "ops": {f"ttnn.{name}": describe(resolve(name)) for name in OPS},
         "constants": {f"ttnn.{name}": {"exists": resolve(name) is not None, "repr": repr(resolve(name))}
                       for name in CONSTANTS},
+        "methods": {f"ttnn.{cls}.{m}": {"exists": hasattr(resolve(cls), m)} for cls, ms in METHODS.items()
+                    for m in ms},
     }
     OUT.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     missing = [k for k, v in record["ops"].items() if not v["exists"]]

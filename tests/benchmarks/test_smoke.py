@@ -23,11 +23,14 @@ def test_sim_paged_decode_smoke(tmp_path):
 
 
 def test_smollm2_decode_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16")
+    r = run_bench(tmp_path, "bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16",
+                  "--profiles", "bf16")
     for key in ("sim_bf16_decode_tok_s_b1", "sim_bf16_decode_tok_s_b32", "hf_bf16_decode_tok_s_b32",
                 "hf_fp32_decode_tok_s_b32", "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf",
                 "ratio_b32_sim_over_hf_fp32"):
         assert r[key] > 0, key
+    for mode in ("traced", "eager"):
+        assert 0 < r[f"sim_bf16_validation_share_{mode}_b32"] < 1, mode
 
 
 def test_vllm_runner_host_time_smoke(tmp_path):

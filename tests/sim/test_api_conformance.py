@@ -66,3 +66,21 @@ def test_op_exists_and_accepts_real_parameters(qualname):
 def test_constants_exist(name):
     if API["constants"][name].get("exists", True):
         assert resolve(name) is not None, f"{name} is missing from the simulator"
+
+
+@pytest.mark.parametrize("name", sorted(API.get("methods", {})))
+def test_methods_exist(name):
+    """Methods and properties real callers use on devices, tensors and config objects."""
+    if not API["methods"][name]["exists"]:
+        return
+    cls, attr = name.rsplit(".", 1)
+    obj = resolve(cls)
+    assert (obj is not None and hasattr(obj, attr)) or _instance_has(cls, attr), f"{name} is missing"
+
+
+def _instance_has(cls: str, attr: str) -> bool:
+    """Attributes set in __init__ exist on instances only: look on one."""
+    examples = {"ttnn.Tile": lambda: ttnn.Tile([32, 32]), "ttnn.MeshShape": lambda: ttnn.MeshShape(1, 1),
+                "ttnn.MeshCoordinate": lambda: ttnn.MeshCoordinate(0, 0),
+                "ttnn.DispatchCoreConfig": lambda: ttnn.DispatchCoreConfig()}
+    return cls in examples and hasattr(examples[cls](), attr)

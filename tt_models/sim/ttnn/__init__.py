@@ -49,6 +49,7 @@ from .data_movement import (
 from .device import (
     Arch,
     Device,
+    MeshCoordinate,
     MeshDevice,
     MeshShape,
     close_device,
@@ -79,7 +80,9 @@ from .memory import (
     TensorMemoryLayout,
     create_sharded_memory_config,
 )
+from .golden import get_golden_function
 from .normalization import rms_norm
+from .padding import fill_implicit_tile_padding
 from .program_configs import (
     LayerNormDefaultProgramConfig,
     LayerNormShardedMultiCoreProgramConfig,
@@ -95,5 +98,16 @@ from .trace import begin_trace_capture, end_trace_capture, execute_trace, releas
 from .types import *  # noqa: F403  (the dtype/layout/config names of the real namespace)
 
 IS_SIMULATOR = True
+
+
+def _attach_golden_functions() -> None:
+    import sys
+
+    from .golden import attach
+
+    attach(sys.modules[__name__])
+
+
+_attach_golden_functions()
 
 __all__ = [name for name in dir() if not name.startswith("_")]

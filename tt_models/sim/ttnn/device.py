@@ -17,12 +17,21 @@ SIM_NUM_DEVICES = 8
 
 @dataclass(frozen=True)
 class MeshShape:
+    """ttnn.MeshShape(s0, s1) or MeshShape([s0, s1]) (keywords s0=, s1= too). Only 2-D meshes are simulated."""
+
     num_rows: int
     num_cols: int
 
-    def __init__(self, *dims: Any) -> None:
+    def __init__(self, *dims: Any, s0: int | None = None, s1: int | None = None, s2: int | None = None,
+                 shape: Any = None) -> None:
+        if shape is not None:
+            dims = (shape,)
+        if s0 is not None or s1 is not None or s2 is not None:
+            dims = (*dims, *(d for d in (s0, s1, s2) if d is not None))
         if len(dims) == 1:
             dims = tuple(dims[0])
+        if len(dims) == 3:
+            raise TTError("MeshShape", f"3-D meshes are not simulated, got {dims}")
         if len(dims) != 2 or any(int(d) < 1 for d in dims):
             raise TTError("MeshShape", f"needs two positive dims, got {dims}")
         object.__setattr__(self, "num_rows", int(dims[0]))
@@ -37,8 +46,43 @@ class MeshShape:
     def __len__(self) -> int:
         return 2
 
+    def dims(self) -> int:
+        return 2
+
     def mesh_size(self) -> int:
         return self.num_rows * self.num_cols
+
+    def __repr__(self) -> str:
+        return f"MeshShape([{self.num_rows}, {self.num_cols}])"
+
+
+@dataclass(frozen=True)
+class MeshCoordinate:
+    """ttnn.MeshCoordinate(c0, c1[, c2]) or MeshCoordinate([c0, ...]): a device's position in a mesh."""
+
+    coords: tuple[int, ...]
+
+    def __init__(self, *coords: Any) -> None:
+        if len(coords) == 1 and not isinstance(coords[0], int):
+            coords = tuple(coords[0])
+        if not coords or any(int(c) < 0 for c in coords):
+            raise TTError("MeshCoordinate", f"needs non-negative coordinates, got {coords}")
+        object.__setattr__(self, "coords", tuple(int(c) for c in coords))
+
+    def dims(self) -> int:
+        return len(self.coords)
+
+    def __getitem__(self, i: int) -> int:
+        return self.coords[i]
+
+    def __iter__(self):
+        return iter(self.coords)
+
+    def __len__(self) -> int:
+        return len(self.coords)
+
+    def __repr__(self) -> str:
+        return f"MeshCoordinate({list(self.coords)})"
 
 
 class Arch(enum.Enum):
@@ -58,7 +102,7 @@ class MeshDevice:
         self.chip = _CHIP_MEMORY[device_ids[0]].chip
         # Simulator only: fp32 accepted wherever the model asks for it (the `reference` profile; see compute.py).
         self.reference_precision = False
-        self.shape = shape
+        self._mesh_shape = shape
         self._device_ids = device_ids
         self.trace_region_size = trace_region_size
         self.options = options
@@ -66,8 +110,16 @@ class MeshDevice:
         self.traces: dict[int, Any] = {}
         self.capturing: Any = None  # the Trace being captured, if any
         self._next_trace_id = 0
+        # The program cache, on from the start as in ttnn 0.81.1: one entry per distinct program (see
+        # note_program); None while disabled.
+        self._programs: set | None = set()
+        self._misses_allowed = True
 
     # --- ttnn.MeshDevice API subset ---
+    @property
+    def shape(self) -> MeshShape:
+        return self._mesh_shape
+
     def get_num_devices(self) -> int:
         return self.shape.mesh_size()
 
@@ -114,11 +166,35 @@ class MeshDevice:
         comparisons with fp32 references."""
         self.reference_precision = True
 
+    # --- program cache ---
     def enable_program_cache(self) -> None:
-        """Programs are plain Python here: there is nothing to cache."""
+        if self._programs is None:
+            self._programs = set()
 
     def disable_and_clear_program_cache(self) -> None:
-        """See enable_program_cache."""
+        self._programs = None
+
+    def clear_program_cache(self) -> None:
+        if self._programs is not None:
+            self._programs.clear()
+
+    def num_program_cache_entries(self) -> int:
+        return len(self._programs) if self._programs is not None else 0
+
+    def set_program_cache_misses_allowed(self, allowed: bool) -> None:
+        self._misses_allowed = bool(allowed)
+
+    def note_program(self, key: tuple) -> None:
+        """An op ran a program described by key: like a device op's program hash, the op, its attributes and its
+        inputs' dtypes, layouts and placements, and their shapes where the op's program depends on them (see
+        trace._SHAPE_FREE_PROGRAMS)."""
+        if self._programs is None or key in self._programs:
+            return
+        if not self._misses_allowed:
+            # The real message names the device-operation class (e.g. "UnaryDeviceOperation"); here the op.
+            raise TTError(str(key[0]), f'Device operation "{key[0]}": program cache miss occurred, but cache '
+                                       f"misses are forbidden")
+        self._programs.add(key)
 
     def check_open(self, op: str) -> None:
         if not self.is_open:

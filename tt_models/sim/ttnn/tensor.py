@@ -16,7 +16,7 @@ from .blockfloat import quantize_block_float
 from .device import MeshDevice
 from .errors import TTError
 from .memory import DRAM_MEMORY_CONFIG, MemoryConfig
-from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout, Shape, round_up
+from .types import BLOCK_FLOAT_TYPES, FLOAT_TYPES, TILE_SIZE, DataType, Layout, Shape, StorageType, round_up
 
 _CONTAINER = {
     DataType.BFLOAT16: torch.bfloat16,
@@ -78,24 +78,46 @@ class Tensor:
     __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "_alloc",
                  "__weakref__")
 
-    def __init__(
-        self,
-        data: Any = None,
-        shape: Any = None,
-        dtype: DataType | None = None,
-        layout: Layout = Layout.ROW_MAJOR,
-        device: MeshDevice | None = None,
-        memory_config: MemoryConfig | None = None,
-    ) -> None:
-        # Mirrors ttnn.Tensor(data, shape, dtype, layout[, device]) for building tensors from Python lists.
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        """The real constructors: Tensor(other) (the same tensor), Tensor(torch_or_numpy, data_type=None,
+        device=None, layout=None, mem_config=None, tile=None, ...) as ttnn.from_torch, and Tensor(values, shape,
+        data_type, layout, [device], [memory_config=], tile=None, pad_value=0) from a Python list."""
+        if isinstance(data, Tensor):
+            if args or kwargs:
+                raise TTError("Tensor", "Tensor(other) takes no other arguments")
+            self._init(data._shards, data._shape, data._dtype, data._layout, data._device, data._memory_config)
+            self._alloc, self._deallocated = data._alloc, data._deallocated
+            return
         if data is None:
-            raise TTError("Tensor", "needs data (a list or torch tensor); use ttnn.from_torch for torch tensors")
-        t = data if isinstance(data, torch.Tensor) else torch.tensor(data, dtype=torch.float32)
-        if shape is not None:
-            t = t.reshape(tuple(shape))
-        dtype = dtype or default_dtype_for(t)
-        check_layout_for_dtype("Tensor", dtype, layout)
-        self._init([store_as(t, dtype)], Shape(t.shape), dtype, layout, None, None)
+            raise TTError("Tensor", "needs data: a Tensor, a torch tensor or array, or a list of values")
+        if hasattr(data, "shape") and not isinstance(data, (list, tuple)):
+            self._from_array(torch.as_tensor(data), *args, **kwargs)
+        else:
+            self._from_values(list(data), *args, **kwargs)
+
+    def _from_array(self, t: torch.Tensor, data_type: DataType | None = None, device: MeshDevice | None = None,
+                    layout: Layout | None = None, mem_config: MemoryConfig | None = None, tile: Any = None,
+                    cq_id: Any = None, pad_value: float | None = None, mesh_mapper: Any = None,
+                    **_: Any) -> None:
+        from .conversion import from_torch
+
+        out = from_torch(t, data_type, layout=layout or Layout.ROW_MAJOR, device=device, memory_config=mem_config,
+                         mesh_mapper=mesh_mapper)
+        self._init(out._shards, out._shape, out._dtype, out._layout, out._device, out._memory_config)
+        self._alloc = out._alloc
+
+    def _from_values(self, values: list, shape: Any, data_type: DataType, layout: Layout,
+                     device: MeshDevice | None = None, tile: Any = None, pad_value: float = 0.0,
+                     memory_config: MemoryConfig | None = None) -> None:
+        t = torch.tensor(values, dtype=torch.float32 if data_type in FLOAT_TYPES else torch.int64)
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        if t.numel() != numel:
+            raise TTError("Tensor", f"{t.numel()} values do not fill shape {list(shape)}")
+        t = t.reshape(tuple(int(d) for d in shape))
+        check_layout_for_dtype("Tensor", data_type, layout)
+        self._init([store_as(t, data_type)], Shape(t.shape), data_type, layout, None, None)
         if device is not None:
             self._rebind(_place(self, device, memory_config))
 
@@ -196,8 +218,8 @@ class Tensor:
     def is_allocated(self) -> bool:
         return not self._deallocated
 
-    def storage_type(self) -> str:
-        return "HOST" if self._device is None else "DEVICE"
+    def storage_type(self) -> StorageType:
+        return StorageType.HOST if self._device is None else StorageType.DEVICE
 
     def is_sharded(self) -> bool:
         return self._memory_config is not None and self._memory_config.is_sharded()
@@ -218,10 +240,36 @@ class Tensor:
 
         return from_device(self)
 
-    def to(self, device: MeshDevice, memory_config: MemoryConfig | None = None) -> Tensor:
-        from .conversion import to_device
+    def to(self, device_or_layout: Any, memory_config: MemoryConfig | None = None) -> Tensor:
+        """to(device[, memory_config]) copies a host tensor to a device; to(layout) converts the layout."""
+        from .conversion import to_device, to_layout
 
-        return to_device(self, device, memory_config)
+        if isinstance(device_or_layout, Layout):
+            return to_layout(self, device_or_layout)
+        return to_device(self, device_or_layout, memory_config)
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """A host tensor's shape changes on the host (its values in logical order); a device tensor's through
+        ttnn.reshape."""
+        dims = tuple(int(d) for d in (shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape))
+        if self._device is None:
+            if self._layout == Layout.TILE:
+                # A tiled host buffer keeps its tile padding: the new shape must pad to the same volume.
+                def physical(d: tuple[int, ...]) -> tuple[int, int]:
+                    rows = 1
+                    for x in d[:-1]:
+                        rows *= x
+                    rows = rows // d[-2] * round_up(d[-2], TILE_SIZE) if len(d) > 1 else TILE_SIZE
+                    return rows, round_up(d[-1], TILE_SIZE)
+
+                old, new = physical(tuple(self._shape)), physical(dims)
+                if old[0] * old[1] != new[0] * new[1]:
+                    raise TTError("reshape", f"Physical data size {old[0] * old[1]} should be same as volume "
+                                             f"indicated by physical shape ({new[0]}, {new[1]})")
+            return Tensor.make([s.reshape(dims) for s in self._shards], self._dtype, self._layout, None)
+        from .data_movement import reshape
+
+        return reshape(self, dims)
 
     def __repr__(self) -> str:
         where = "host" if self._device is None else repr(self._device)

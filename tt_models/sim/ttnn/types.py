@@ -130,3 +130,80 @@ class Shape(tuple):
 
 def round_up(x: int, multiple: int) -> int:
     return -(-x // multiple) * multiple
+
+
+# Tile shapes a device (or host loopback) takes, with the face each is made of (tt_metal/api/tt-metalium/tile.hpp).
+_TILE_FACES = {(32, 32): (16, 16), (16, 32): (16, 16), (32, 16): (16, 16), (16, 16): (16, 16),
+               (8, 32): (8, 16), (4, 32): (4, 16), (2, 32): (2, 16), (1, 32): (1, 16),
+               (8, 16): (8, 16), (4, 16): (4, 16), (2, 16): (2, 16), (1, 16): (1, 16)}
+_DATUM_BYTES = {DataType.BFLOAT16: 2, DataType.FLOAT32: 4, DataType.UINT32: 4, DataType.INT32: 4,
+                DataType.UINT16: 2, DataType.UINT8: 1}
+
+
+class Tile:
+    """ttnn.Tile(tile_shape, transpose_tile=False): the shape of the tiles a tensor is stored in, made of faces
+    of at most 16x16."""
+
+    def __init__(self, tile_shape: Any, transpose_tile: bool = False) -> None:
+        from .errors import TTError
+
+        shape = tuple(int(d) for d in tile_shape)
+        if shape not in _TILE_FACES:
+            raise TTError("Tile", "Tile size is not valid for our hardware")
+        self.tile_shape = list(shape)
+        self.face_shape = list(_TILE_FACES[shape])
+        self.num_faces = (shape[0] * shape[1]) // (self.face_shape[0] * self.face_shape[1])
+        self.partial_face = int(shape[0] < TILE_SIZE)
+        self.narrow_tile = int(shape[1] < TILE_SIZE)
+        # A transposed tile swaps the faces and the values within them (only whole 32x32 or 16x16 tiles).
+        self.transpose_within_face = self.transpose_of_faces = bool(transpose_tile)
+
+    def get_tile_size(self, dtype: DataType) -> int:
+        """Bytes of one tile in dtype: block floats pack their mantissas and one exponent byte per face row,
+        the exponent section rounded up to 16 bytes."""
+        datums = self.tile_shape[0] * self.tile_shape[1]
+        if dtype in BLOCK_FLOAT_TYPES:
+            exponents = round_up(self.face_shape[0] * self.num_faces, 16)
+            return (datums if dtype == DataType.BFLOAT8_B else datums // 2) + exponents
+        return datums * _DATUM_BYTES[dtype]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tile) and (self.tile_shape, self.transpose_of_faces) == (other.tile_shape,
+                                                                                          other.transpose_of_faces)
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.tile_shape), self.transpose_of_faces))
+
+    def __repr__(self) -> str:
+        return f"Tile with shape: {self.tile_shape}"
+
+
+class DispatchCoreType(enum.Enum):
+    WORKER = 0
+    ETH = 1
+
+
+class DispatchCoreAxis(enum.Enum):
+    ROW = 0
+    COL = 1
+
+
+class DispatchCoreConfig:
+    """Which cores run the command dispatcher (a device option; the simulator has no dispatcher to place)."""
+
+    def __init__(self, type: DispatchCoreType = DispatchCoreType.WORKER,  # noqa: A002  (the real keyword)
+                 axis: DispatchCoreAxis | None = None) -> None:
+        from .errors import TTError
+
+        if type is DispatchCoreType.ETH and axis is DispatchCoreAxis.COL:
+            raise TTError("DispatchCoreConfig", "COL axis is not supported for ETH dispatch core type")
+        self.type = type
+        self.axis = axis or DispatchCoreAxis.ROW
+
+
+class StorageType(enum.Enum):
+    HOST = 0
+    DEVICE = 1
+
+    def __repr__(self) -> str:
+        return f"StorageType.{self.name}"
