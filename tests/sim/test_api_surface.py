@@ -6,7 +6,6 @@ import torch
 
 from tt_models.sim import ttnn
 
-
 # Real: Tile(shape) -> face_shape, num_faces, partial_face, narrow_tile, tile bytes in bf16 / fp32 / bfloat8_b.
 REAL_TILES = {
     (32, 32): ([16, 16], 4, 0, 0, 2048, 4096, 1088),

@@ -65,6 +65,7 @@ from .device import (
 from .eltwise import add, fill, mul, multiply, silu, softmax
 from .embedding import embedding
 from .errors import TTError
+from .golden import get_golden_function
 from .matmul import linear, matmul
 from .memory import (
     DRAM_MEMORY_CONFIG,
@@ -80,7 +81,6 @@ from .memory import (
     TensorMemoryLayout,
     create_sharded_memory_config,
 )
-from .golden import get_golden_function
 from .normalization import rms_norm
 from .padding import fill_implicit_tile_padding
 from .program_configs import (
