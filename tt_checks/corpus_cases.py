@@ -550,9 +550,10 @@ def cases() -> Iterator[tuple[str, dict]]:
     yield from sdpa_decode()
     yield from matmul()
     yield from heads()
-    from tt_checks import cases_data_movement, cases_eltwise, cases_misc, cases_sdpa_prefill
+    from tt_checks import cases_data_movement, cases_eltwise, cases_misc, cases_options, cases_sdpa_prefill
 
     yield from cases_eltwise.cases()
     yield from cases_data_movement.cases()
     yield from cases_sdpa_prefill.cases()
     yield from cases_misc.cases()
+    yield from cases_options.cases()
