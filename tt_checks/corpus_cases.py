@@ -542,7 +542,16 @@ def heads() -> Iterator[tuple[str, dict]]:
 
 
 def cases() -> Iterator[tuple[str, dict]]:
-    """(name, call) for every hand-written case."""
+    """(name, call) for every hand-written case; names are the fixture's keys, so a repeat is refused."""
+    seen: set[str] = set()
+    for name, case in _all_cases():
+        if name in seen:
+            raise ValueError(f"corpus case {name!r} is defined twice")
+        seen.add(name)
+        yield name, case
+
+
+def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from placement()
     yield from rope()
     yield from paged_update()

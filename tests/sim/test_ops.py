@@ -134,6 +134,13 @@ def test_argmax_topk_plus_one(device):
     vals, idx = ttnn.topk(dev_tensor(x, device), 32, dim=-1)
     ref = torch.topk(x, 32, dim=-1)
     assert torch.equal(host(vals), ref.values) and torch.equal(ttnn.to_torch(idx).long(), ref.indices)
+    # The device returns its k best in order whatever `sorted` asks (tt-metal's test_topk holds sorted=False
+    # output to a sorted torch.topk at PCC 1.0): descending for largest, ascending for smallest.
+    for largest in (True, False):
+        vals, idx = ttnn.topk(dev_tensor(x, device), 64, dim=-1, largest=largest, sorted=False)
+        ref = torch.topk(x, 64, dim=-1, largest=largest, sorted=True)
+        assert torch.equal(host(vals), ref.values)
+        assert torch.equal(torch.gather(x, -1, ttnn.to_torch(idx).long()), ref.values)
     pos = ttnn.from_torch(torch.tensor([3, -1, 0, 7], dtype=torch.int32), ttnn.int32, device=device)
     ttnn.plus_one(pos, skip_negative_entries=True)
     assert ttnn.to_torch(pos).tolist() == [4, -1, 1, 8]

@@ -63,7 +63,7 @@ from .device import (
     synchronize_device,
 )
 from .eltwise import add, fill, mul, multiply, silu, softmax
-from .embedding import embedding
+from .embedding import EmbeddingsType, embedding
 from .errors import TTError
 from .golden import get_golden_function
 from .matmul import linear, matmul

@@ -5,16 +5,37 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .device import MeshDevice
 from .errors import TTError, refuse_options
 from .memory import DRAM_MEMORY_CONFIG, MemoryConfig, memory_config_from_data, memory_config_to_data
+from .placement import BFP_TILE_ONLY
+from .rules import rules
 from .tensor import Tensor, _place, check_layout_for_dtype, default_dtype_for, require_device, store_as
 from .trace import device_op, forbid_host_read
-from .types import DataType, Layout
+from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout
+
+if TYPE_CHECKING:
+    from .data_movement import Spec
+
+F = rules("from_torch", "ttnn/core/tensor/py_to_tt_tensor.cpp")
+F_BFP_TILE = F("Layout must be Layout::TILE for bfloat8_b or bfloat4_b!", "from_torch/bfp8-row-major",
+               "from_torch/bfp8-tile-l1")
+
+L = rules("to_layout", "core/to_layout/to_layout_op.cpp")
+L_DTYPE = L("dtype cannot be different from tensor dtype when converting to ROW_MAJOR_LAYOUT on device (allowed "
+            "exception: BFLOAT8_B -> BFLOAT16, which untilize handles natively)!", "to_layout/tile-to-rm-fp32",
+            "to_layout/tile-to-rm-bfp8", "to_layout/bfp8-to-rm-bf16")
+
+Y = rules("typecast", "copy/typecast/device/typecast_device_op.cpp")
+Y_LAYOUTS = Y("Typecast operation requires Input and Output memory layout to match. Input layout: {}, Output "
+              "layout: {}", "typecast/height-sharded-to-dram", "typecast/dram-to-height-sharded",
+              "typecast/height-sharded-to-width-sharded", "typecast/height-sharded-other-grid")
+Y_PAGE = Y("Typecast operation requires sharded input tensor page size ({} bytes) to be aligned to L1 ({} bytes)",
+           "typecast/row-major-height-sharded-w7", "typecast/row-major-height-sharded-w8")
 
 # What ttnn.to_torch hands back for each TT dtype.
 _TO_TORCH = {
@@ -120,7 +141,7 @@ def from_torch(
     if not isinstance(tensor, torch.Tensor):
         raise TTError("from_torch", f"expects a torch.Tensor, got {type(tensor).__name__}")
     dtype = dtype or default_dtype_for(tensor)
-    check_layout_for_dtype("from_torch", dtype, layout)
+    F_BFP_TILE.require(dtype not in BLOCK_FLOAT_TYPES or layout == Layout.TILE)
     parts = mesh_mapper.map(tensor) if mesh_mapper is not None else [tensor]
     shards = [store_as(p.detach(), dtype) for p in parts]
     host = Tensor.make(shards, dtype, layout, None)
@@ -222,17 +243,28 @@ def from_device(tensor: Tensor, blocking: bool = True, *, queue_id: int | None =
     return Tensor.make([s.clone() for s in tensor._shards], tensor.dtype, tensor.layout, None)
 
 
+def to_layout_spec(a: Spec, layout: Layout, dtype: DataType | None, memory_config: MemoryConfig | None) -> Spec:
+    """A device to_layout's output: tilize takes any dtype asked; untilize none but bfloat8_b -> bfloat16, and
+    gives block floats back as bfloat16 (bfloat4_b it cannot untilize)."""
+    from .data_movement import Spec
+
+    mc = memory_config or a.mc
+    if layout == Layout.ROW_MAJOR:
+        L_DTYPE.require(dtype in (None, a.dtype) or (a.dtype == DataType.BFLOAT8_B and dtype == DataType.BFLOAT16))
+        if a.dtype == DataType.BFLOAT4_B:
+            raise TTError("to_layout", BFP_TILE_ONLY.message)
+        return Spec(a.shape, DataType.BFLOAT16 if a.dtype in BLOCK_FLOAT_TYPES else a.dtype, layout, mc)
+    return Spec(a.shape, dtype or a.dtype, layout, mc)
+
+
 @device_op()
 def _device_to_layout(tensor: Tensor, layout: Layout, dtype: DataType | None, memory_config: Any) -> Tensor:
+    from .data_movement import Spec
+
     require_device("to_layout", tensor)
-    return _to_layout_impl(tensor, layout, dtype, memory_config or tensor.memory_config())
-
-
-def _to_layout_impl(tensor: Tensor, layout: Layout, dtype: DataType | None, memory_config: Any) -> Tensor:
-    dtype = dtype or tensor.dtype
-    check_layout_for_dtype("to_layout", dtype, layout)
-    shards = [store_as(s, dtype) if dtype != tensor.dtype else s for s in tensor._shards]
-    return Tensor.make(shards, dtype, layout, tensor.device_or_none, memory_config)
+    out = to_layout_spec(Spec.of(tensor), layout, dtype, memory_config)
+    shards = [store_as(s, out.dtype) if out.dtype != tensor.dtype else s for s in tensor._shards]
+    return Tensor.make(shards, out.dtype, out.layout, tensor.device_or_none, out.mc, op="to_layout")
 
 
 def to_layout(
@@ -243,14 +275,37 @@ def to_layout(
     sub_core_grids: Any = None,
     pad_value: float | None = None,
 ) -> Tensor:
+    """The same layout hands back the tensor itself (a dtype or memory config asked is then ignored, as on the
+    device)."""
     if tensor._deallocated:
         raise TTError("to_layout", "tensor was deallocated")
+    if tensor.layout == layout:
+        return tensor
     if tensor.device_or_none is None:
-        return _to_layout_impl(tensor, layout, dtype, None)
+        # On the host a block-float tensor stays tiled, and a tilize keeps the dtype (both measured on 0.81.1).
+        if tensor.dtype in BLOCK_FLOAT_TYPES:
+            return tensor
+        return Tensor.make(list(tensor._shards), tensor.dtype, layout, None)
     return _device_to_layout(tensor, layout, dtype, memory_config)
 
 
 @device_op()
+def _device_typecast(input_tensor: Tensor, dtype: DataType, memory_config: MemoryConfig | None) -> Tensor:
+    from .data_movement import Spec, _check_placement, page_bytes_of
+
+    op = "typecast"
+    a = Spec.of(input_tensor)
+    out = Spec(a.shape, dtype, a.layout, memory_config or a.mc)
+    _check_placement(op, input_tensor, out)  # the output spec is built before the op validates
+    Y_LAYOUTS.require(a.mc.memory_layout == out.mc.memory_layout, f"TensorMemoryLayout::{a.mc.memory_layout.name}",
+                      f"TensorMemoryLayout::{out.mc.memory_layout.name}")
+    if a.sharded:
+        page = page_bytes_of(a)
+        Y_PAGE.require(page % 16 == 0, page, 16)
+    return Tensor.make([store_as(s, dtype) for s in input_tensor._shards], dtype, a.layout,
+                       input_tensor.device_or_none, out.mc, op=op)
+
+
 def typecast(
     input_tensor: Tensor,
     dtype: DataType,
@@ -259,10 +314,17 @@ def typecast(
     output_tensor: Tensor | None = None,
     sub_core_grids: Any = None,
 ) -> Tensor:
-    require_device("typecast", input_tensor)
-    check_layout_for_dtype("typecast", dtype, input_tensor.layout)
-    out = Tensor.make([store_as(s, dtype) for s in input_tensor._shards], dtype, input_tensor.layout,
-                      input_tensor.device_or_none, memory_config or input_tensor.memory_config())
+    refuse_options("typecast", sub_core_grids=sub_core_grids)
+    if isinstance(input_tensor, Tensor) and input_tensor.device_or_none is None and not input_tensor._deallocated:
+        # A host tensor is converted on the host (to_dtype); block floats need whole tiles.
+        if dtype in BLOCK_FLOAT_TYPES and input_tensor.layout != Layout.TILE:
+            dims = list(input_tensor.shape)
+            if len(dims) < 2 or dims[-1] % TILE_SIZE or dims[-2] % TILE_SIZE:
+                raise TTError("typecast", "to_dtype: Converting layout to Layout::TILE implicitly changed physical "
+                                          "shape due to alignment constraints. This is currently unsupported.")
+            return Tensor.make([store_as(s, dtype) for s in input_tensor._shards], dtype, Layout.TILE, None)
+        return Tensor.make([store_as(s, dtype) for s in input_tensor._shards], dtype, input_tensor.layout, None)
+    out = _device_typecast(input_tensor, dtype, memory_config)
     if output_tensor is not None:
         output_tensor._rebind(out)
         return output_tensor

@@ -58,25 +58,185 @@ C_SUBGRID = C("bad optional access", "concat-decode/offset-grid", "concat-decode
 
 P = rules("experimental.nlp_create_qkv_heads",
           "experimental/transformer/nlp_create_qkv_heads/device/nlp_create_qkv_heads_device_operation.cpp")
-P_SHAPE = P("Unsupported input shape", "heads/width-6176", "heads/ok",
-            source="experimental/transformer/nlp_create_qkv_heads/nlp_create_qkv_heads.cpp")
+_HOST = "experimental/transformer/nlp_create_qkv_heads/nlp_create_qkv_heads.cpp"
+P_Q_HEADS = P("num_q_heads must be greater than 0", "heads-opt/nh-0", "heads/ok", source=_HOST)
+P_KV_HEADS = P("num_kv_heads must be greater than 0 when a KV tensor is given", "heads-opt/input-kv/kv-0",
+               "heads-opt/input-kv/ok", source=_HOST)
+P_Q_FITS = P("num_q_heads ({}) exceeds the Q width ({})", "heads-opt/input-kv/q-heads-exceed-width",
+             "heads-opt/input-kv/ok", source=_HOST)
+P_KV_FITS = P("{} * num_kv_heads ({}) exceeds the KV width ({})", "heads-opt/input-kv/kv-heads-exceed-width",
+              "heads-opt/input-kv/ok", source=_HOST)
+P_HEAD_DIMS = P("Head dims must be the same for Q and K, V", "heads-opt/input-kv/head-dim-mismatch",
+                "heads-opt/kv-tied/input-kv-two-sections", "heads-opt/input-kv/ok", source=_HOST)
+P_TIED_FITS = P("num_q_heads ({}) + num_kv_heads ({}) exceeds the fused width ({})",
+                "heads-opt/kv-tied/exceeds-width", "heads-opt/kv-tied/ok", source=_HOST)
+P_AMBIGUOUS = P("Ambiguous kv_tied fused input shape: width {} is divisible by both {} (tied) and {} (untied) "
+                "sections", "heads-opt/kv-tied/ambiguous", "heads-opt/kv-tied/ok", source=_HOST)
+P_FUSED_FITS = P("num_q_heads ({}) + 2 * num_kv_heads ({}) exceeds the fused width ({})",
+                 "heads-opt/untied/exceeds-width", "heads/ok", source=_HOST)
+P_SHAPE = P("Unsupported input shape", "heads/width-6176", "heads/ok", source=_HOST)
+P_GRID = P("Target number of cores {} is greater than total number of available cores {}",
+           "heads-opt/sharded/65-heads", "heads-opt/sharded/32q-8kv-hd128", source="tt_metal/common/work_split.cpp")
 P_DTYPE = P("Unsupported data format", "heads/bfp4", "heads/bfp8")
 P_TILE = P("Input tensor layout must be TILE but got {}", "heads/row-major", "heads/ok")
 P_SEQ = P("Unsupported input sequence length {} is not equal to 1", "heads/dim1-2", "heads/ok")
+_FULL_HEIGHT = ("the Q output puts one 32-row shard per head on num_heads cores, so only a one-tile-row input "
+                "(B * S = 32) gets this far, and any tile-aligned shard of it spans its height")
+P_SH_HEIGHT = P("Shard spec shape[0] ({}) must equal physical volume / padded shape[-1] ({})",
+                unreachable=_FULL_HEIGHT)
+P_SH_OUTPUT = P("Output memory config must be sharded and not WIDTH_SHARDED but got memory_layout: {}",
+                "heads-opt/sharded/output-interleaved", "heads-opt/sharded/ok")
+P_SH_ORIENTATION = P("Input tensor shard orientation must be ROW_MAJOR but got {}", "heads-opt/sharded/col-major",
+                     "heads-opt/sharded/ok")
+P_SH_Q_CORES = P("Number of Q heads ({}) must be <= number of cores ({})",
+                 unreachable="the Q output's num_heads cores are laid out first and refuse more than the grid")
+P_SH_KV_CORES = P("Number of KV heads ({}) must be <= number of cores ({})",
+                  unreachable="the K/V outputs' num_kv_heads cores are laid out first and refuse more than the grid")
+P_SH_Q_GE_KV = P("Number of Q heads ({}) must be >= number of KV heads ({}), which must be greater than 0",
+                 "heads-opt/sharded/q-lt-kv", "heads-opt/sharded/ok")
+P_SH_Q_DIV = P("Number of Q heads ({}) must be divisible by number of cores ({})", "heads-opt/sharded/q-not-divisible",
+               "heads-opt/sharded/ok")
+P_SH_KV_SHARDED = P("Input tensor KV must be sharded", "heads-opt/sharded-kv/kv-interleaved",
+                    "heads-opt/sharded-kv/ok")
+P_SH_SAME_GRID = P("Input tensor and KV tensor must have the same shard grid", "heads-opt/sharded-kv/kv-other-grid",
+                   "heads-opt/sharded-kv/ok")
+P_SH_SAME_ORIENTATION = P("Input tensor and KV tensor must have the same shard orientation",
+                          "heads-opt/sharded-kv/kv-col-major", "heads-opt/sharded-kv/ok")
+P_SH_Q_WIDTH = P("Shard spec shape[1] ({}) must equal (num_q_heads / num_kv_heads) * head_dim ({})",
+                 "heads-opt/sharded-kv/q-shard-width", "heads-opt/sharded-kv/ok")
+P_SH_KV_DIV = P("Number of KV heads ({}) must be divisible by number of cores ({})",
+                "heads-opt/sharded/kv-not-divisible", "heads-opt/sharded/ok")
+P_SH_WIDTH = P("Shard spec shape[1] ({}) must equal (num_q_heads / num_kv_heads + {}) * head_dim ({})",
+               "heads-opt/sharded/one-core", "heads-opt/sharded/kv-tied-shard-width", "heads-opt/sharded/ok")
+P_SH_TRANSPOSE = P("Transpose K heads must be false", "heads-opt/sharded/transpose-k-hd32", "heads-opt/sharded/hd32")
+P_IL_OUTPUT = P("Output memory config layout must be INTERLEAVED but got {}", "heads-opt/interleaved/hs-output",
+                "heads-opt/interleaved/l1-output")
+P_KV_DTYPE = P("KV tensor dtype must be same as Q tensor dtype!", "heads-opt/input-kv/dtype-mismatch",
+               "heads-opt/input-kv/kv-bfp4", "heads-opt/input-kv/ok")
+P_KV_TILE = P("Input tensor KV layout must be TILE but got {}", "heads-opt/input-kv/kv-row-major",
+              "heads-opt/input-kv/ok")
+P_KV_BATCH = P("KV tensor batch dim must be same as Q tensor batch!", "heads-opt/input-kv/batch-mismatch",
+               "heads-opt/input-kv/batch-2")
+P_KV_SEQ1 = P("Unsupported input shape {} is not equal to 1", "heads-opt/input-kv/kv-dim1-2", "heads-opt/input-kv/ok")
+P_KV_SEQ = P("KV tensor seq_len dim must be same as Q tensor seq_len!", "heads-opt/input-kv/seq-mismatch",
+             "heads-opt/input-kv/ok")
+P_KV_Q_SHARDED = P("Input tensor must be sharded when KV tensor is sharded",
+                   "heads-opt/input-kv/kv-sharded-q-interleaved", "heads-opt/sharded-kv/ok")
+P_KV_SH_HEIGHT = P("KV tensor shard spec shape[0] ({}) must equal physical volume / padded shape[-1] ({})",
+                   unreachable=_FULL_HEIGHT)
+P_KV_SH_ORIENTATION = P("KV tensor shard orientation must be ROW_MAJOR but got {}",
+                        unreachable="a sharded KV input needs a sharded, ROW_MAJOR Q input with the same orientation, "
+                                    "checked first")
+P_KV_SH_WIDTH = P("KV tensor shard spec shape[1] ({}) must equal {} * head_dim ({})",
+                  "heads-opt/sharded-kv/kv-shard-width", "heads-opt/sharded-kv/ok")
+P_KV_SH_CORES = P("Number of KV heads ({}) must be divisible by KV tensor number of cores ({})",
+                  unreachable="the KV shard width rule fixes the KV input's core count at num_kv_heads")
+P_OUT_L1 = P("DFB 'q_out' borrows memory from TensorParameter 'q', but its TensorSpec is not L1-resident (L1 is "
+             "required). Both L1 and L1_SMALL are accepted.", "heads-opt/sharded/output-dram-hs",
+             "heads-opt/sharded/ok",
+             source="experimental/transformer/nlp_create_qkv_heads/device/nlp_create_qkv_heads_program_factory.cpp")
 
 K = rules("experimental.nlp_concat_heads",
           "experimental/transformer/nlp_concat_heads/device/nlp_concat_heads_device_operation.cpp")
+K_NO_SHARD_SPEC = K("bad optional access", "heads-opt/concat-interleaved/height-output",
+                    "heads-opt/concat-interleaved/width-output", "heads-opt/concat-interleaved/dram")
 K_DTYPE = K("Unsupported data format", "concat/bfp4", "concat/bfp8")
 K_TILE = K("Input tensor layout must be TILE but got {}", "concat/row-major", "concat/ok")
-
-
-def _head_dim(width: int, num_heads: int, num_kv_heads: int) -> int | None:
-    total = num_heads + 2 * num_kv_heads
-    return width // total if width % total == 0 else None
+K_NOT_WIDTH = K("Input tensor memory layout must not be WIDTH_SHARDED but got {}",
+                "heads-opt/concat-sharded/width-sharded-input", "heads-opt/concat-sharded/ok")
+K_SHARD_WIDTH = K("Input tensor shard width ({}) must equal padded width ({})",
+                  "heads-opt/concat-sharded/block-input-narrow", "heads-opt/concat-sharded/block-input-full")
+K_SHARD_HEIGHT = K("Input tensor shard height ({}) must be divisible by padded height ({})",
+                   "heads-opt/concat-sharded/shard-96-rows", "heads-opt/concat-sharded/shard-64-rows-3-heads")
+K_HEADS_DIVISIBLE = K("Input tensor padded height ({}) must be divisible by shard height / padded height ({} / {})",
+                      "heads-opt/concat-sharded/three-heads-per-core", "heads-opt/concat-sharded/two-heads-per-core")
+K_OUT_NOT_HS = K("Output memory config layout must not be HEIGHT_SHARDED but got {}",
+                 "heads-opt/concat-sharded/height-output-all-heads", "heads-opt/concat-sharded/block-output")
+K_SHARDED_OUT = K("Sharded input requires a sharded output memory config but got {}",
+                  "heads-opt/concat-sharded/interleaved-output", "heads-opt/concat-sharded/ok")
+K_OUT_L1 = K("DFB 'out0' borrows memory from TensorParameter 'output', but its TensorSpec is not L1-resident (L1 is "
+             "required). Both L1 and L1_SMALL are accepted.", "heads-opt/concat-sharded/dram-output",
+             "heads-opt/concat-sharded/ok",
+             source="experimental/transformer/nlp_concat_heads/device/nlp_concat_heads_program_factory.cpp")
 
 
 def _padded(n: int) -> int:
     return -(-n // TILE_SIZE) * TILE_SIZE
+
+
+def _host_head_dim(x: Tensor, kv: Tensor | None, nh: int, nkv: int, kv_tied: bool) -> int:
+    """head_dim as the host derives it from the (padded) widths, with its checks."""
+    P_Q_HEADS.require(nh > 0)
+    width = x.padded_shape[-1]
+    if kv is not None:
+        P_KV_HEADS.require(nkv > 0)
+        sections = 1 if kv_tied else 2
+        kv_width = kv.padded_shape[-1]
+        P_Q_FITS.require(nh <= width, nh, width)
+        P_KV_FITS.require(sections * nkv <= kv_width, sections, nkv, kv_width)
+        P_SHAPE.require(width % nh == 0 and kv_width % (sections * nkv) == 0)
+        hd = width // nh
+        P_HEAD_DIMS.require(kv_width // (sections * nkv) == hd)
+        return hd
+    if kv_tied:
+        P_TIED_FITS.require(nh + nkv <= width, nh, nkv, width)
+        P_SHAPE.require(width % (nh + nkv) == 0)
+        P_AMBIGUOUS.require(width % (nh + 2 * nkv) != 0, width, nh + nkv, nh + 2 * nkv)
+        return width // (nh + nkv)
+    P_FUSED_FITS.require(nh + 2 * nkv <= width, nh, nkv, width)
+    P_SHAPE.require(width % (nh + 2 * nkv) == 0)
+    return width // (nh + 2 * nkv)
+
+
+def _shard_cores(mc: MemoryConfig) -> list[CoreCoord]:
+    spec = mc.shard_spec
+    return spec.grid.cores(row_major=spec.orientation == ShardOrientation.ROW_MAJOR)
+
+
+def _column_blocks(mc: MemoryConfig) -> dict[CoreCoord, int]:
+    """Which column block of a full-height sharded tensor each core holds (a height-sharded one: its first core
+    holds it all)."""
+    cores = _shard_cores(mc)
+    if mc.memory_layout == TensorMemoryLayout.BLOCK_SHARDED:
+        x0 = mc.shard_spec.grid.bounding_box().start.x
+        return {c: c.x - x0 for c in cores}
+    if mc.memory_layout == _HS:
+        return {cores[0]: 0}
+    return {c: i for i, c in enumerate(cores)}
+
+
+def _sharded_sources(x: Tensor, kv: Tensor | None, nh: int, nkv: int, hd: int, kv_tied: bool,
+                     q_grid: CoreRangeSet) -> tuple[list, list, list]:
+    """Where each output head's columns come from, as (tensor index 0 = input / 1 = input_kv, first column) or None
+    for a read the device lands on unrelated data. The sharded program reads head after head from the input's L1
+    shards: Q head h from source core h // (nh / cores), K/V head j from core j // (nkv / cores), each at its offset
+    in that core's own [q heads | k heads | v heads] block (or [q heads] and [k heads | v heads] blocks of the two
+    inputs; tied K/V read the same columns). Source core i is looked up at (i % w, i // w), w the width of the Q
+    output grid's bounding box, so a shard grid laid out otherwise reads other cores' L1."""
+    xmc = x.memory_config()
+    in_cores = len(_shard_cores(xmc))
+    sw = xmc.shard_spec.shape[1]
+    qpc = nh // in_cores
+    kv_src = kv if kv is not None else x
+    kvpc = nkv // len(_shard_cores(kv_src.memory_config()))
+    ksw = kv_src.memory_config().shard_spec.shape[1]
+    w = q_grid.bounding_box().end.x + 1
+    blocks = [_column_blocks(xmc), _column_blocks(kv_src.memory_config())]
+    in_l1 = [xmc.buffer_type != BufferType.DRAM, kv_src.memory_config().buffer_type != BufferType.DRAM]
+
+    def source(which: int, core_index: int, offset: int, width: int) -> tuple[int, int] | None:
+        blk = blocks[which].get(CoreCoord(core_index % w, core_index // w))
+        if blk is None or not in_l1[which]:
+            return None
+        return which, blk * width + offset
+
+    k_base = 0 if kv is not None else qpc * hd
+    v_base = k_base if kv_tied else k_base + kvpc * hd
+    kv_which = 1 if kv is not None else 0
+    q = [source(0, h // qpc, (h % qpc) * hd, sw) for h in range(nh)]
+    k = [source(kv_which, j // kvpc, k_base + (j % kvpc) * hd, ksw) for j in range(nkv)]
+    v = [source(kv_which, j // kvpc, v_base + (j % kvpc) * hd, ksw) for j in range(nkv)]
+    return q, k, v
 
 
 @device_op(kernel_replay=True)
@@ -91,36 +251,147 @@ def nlp_create_qkv_heads(
     memory_config: MemoryConfig | None = None,
     output_tensors: Any = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """[B, 1, S, (nh + 2 nkv) * hd] -> Q [B, nh, S, hd], K [B, nkv, S, hd] (or [B, nkv, hd, S]), V [B, nkv, S, hd]."""
+    """[B, 1, S, (nh + 2 nkv) * hd] -> Q [B, nh, S, hd], K [B, nkv, S, hd] (or [B, nkv, hd, S]), V [B, nkv, S, hd].
+
+    input_kv: Q heads from input [B, 1, S, nh * hd], K and V from input_kv [B, 1, S, 2 * nkv * hd]. kv_tied: one K/V
+    section (nkv * hd wide) read for both K and V. A sharded input (full-height shards, one per core) is read per core:
+    each shard is that core's own [nh/c q heads | nkv/c k heads | nkv/c v heads] block (with input_kv: [nh/c q heads]
+    and [nkv/c k heads | nkv/c v heads]), and Q/K/V come out height-sharded one [32, hd] head per core.
+    output_tensors: three preallocated outputs, used as they are (their specs are not checked)."""
     op = "experimental.nlp_create_qkv_heads"
-    x = input
-    refuse_options(op, input_kv=input_kv is not None, kv_tied=kv_tied, output_tensors=output_tensors)
-    nkv = num_kv_heads or num_heads
-    hd = _head_dim(x.shape[-1], num_heads, nkv)
-    P_SHAPE.require(hd is not None)
-    if not isinstance(x, Tensor) or x.device_or_none is None:
-        raise TTError(op, "Operands to TM need to be on device! {}")
-    P_DTYPE.require(x.dtype in (DataType.FLOAT32, DataType.BFLOAT16, DataType.BFLOAT8_B))
-    P_TILE.require(x.layout == Layout.TILE, f"Layout::{x.layout.name}")
-    P_SEQ.require(x.shape[1] == 1, x.shape[1])
+    x, kv = input, input_kv
+    nkv = num_heads if num_kv_heads is None else num_kv_heads
+    hd = _host_head_dim(x, kv, num_heads, nkv, kv_tied)
+    for t in (x, kv):
+        if t is not None and (not isinstance(t, Tensor) or t.device_or_none is None):
+            raise TTError(op, "Operands to TM need to be on device! {}")
+    device = x.device_or_none
     mc = memory_config or x.memory_config()
-    if x.is_sharded() or mc.is_sharded():
-        raise TTError(op, "the simulator models nlp_create_qkv_heads on interleaved tensors only")
     # Heads come out with head_dim rounded up to whole tiles, as the device lays them.
     hdp = _padded(hd)
+    b, _, s, _ = x.shape
+    shapes = [(b, num_heads, s, hdp), (b, nkv, hdp, s) if transpose_k_heads else (b, nkv, s, hdp), (b, nkv, s, hdp)]
+    given = list(output_tensors) if output_tensors is not None and len(output_tensors) == 3 else None
+    q_grid = None
+    if given is not None:
+        mcs = [t.memory_config() for t in given]
+    elif mc.is_sharded():
+        # The output specs are built before the device operation validates its inputs.
+        from .placement import check_placement
 
-    def split(t: torch.Tensor, lo: int, n: int) -> torch.Tensor:
-        b, _, s, _ = t.shape
-        heads = t[..., lo * hd : (lo + n) * hd].reshape(b, s, n, hd).transpose(1, 2)
-        return torch.nn.functional.pad(heads, (0, hdp - hd)) if hdp != hd else heads.contiguous()
+        g = device.compute_with_storage_grid_size()
+        grids = []
+        for n in (num_heads, nkv):
+            P_GRID.require(n <= g.x * g.y, n, g.x * g.y)
+            grids.append(num_cores_to_corerangeset(n, g, True))
+        q_grid = grids[0]
+        mcs = [MemoryConfig(mc.memory_layout, mc.buffer_type, ShardSpec(grid, [TILE_SIZE, hd],
+                                                                         ShardOrientation.ROW_MAJOR))
+               for grid in (grids[0], grids[1], grids[1])]
+        for shape, m in zip(shapes, mcs, strict=True):
+            check_placement(op, device, shape, x.layout, m, x.dtype)
+    else:
+        mcs = [mc, mc, mc]
+    P_DTYPE.require(x.dtype in (DataType.FLOAT32, DataType.BFLOAT16, DataType.BFLOAT8_B))
+    P_TILE.require(x.layout == Layout.TILE, f"Layout::{x.layout.name}")
+    P_SEQ.require(x.padded_shape[1] == 1, x.padded_shape[1])
+    xmc = x.memory_config()
+    if x.is_sharded():
+        spec = xmc.shard_spec
+        P_SH_HEIGHT.require(spec.shape[0] * x.padded_shape[-1] == _volume(x.padded_shape), spec.shape[0],
+                            _volume(x.padded_shape) // x.padded_shape[-1])
+        P_SH_OUTPUT.require(mc.is_sharded() and mc.memory_layout != _WS,
+                            f"TensorMemoryLayout::{mc.memory_layout.name}")
+        P_SH_ORIENTATION.require(spec.orientation == ShardOrientation.ROW_MAJOR,
+                                 f"ShardOrientation::{spec.orientation.name}")
+        g = device.compute_with_storage_grid_size()
+        P_SH_Q_CORES.require(num_heads <= g.x * g.y, num_heads, g.x * g.y)
+        P_SH_KV_CORES.require(nkv <= g.x * g.y, nkv, g.x * g.y)
+        P_SH_Q_GE_KV.require(num_heads >= nkv > 0, num_heads, nkv)
+        cores = spec.num_cores()
+        P_SH_Q_DIV.require(num_heads % cores == 0, num_heads, cores)
+        if kv is not None:
+            P_SH_KV_SHARDED.require(kv.is_sharded())
+            kspec = kv.memory_config().shard_spec
+            P_SH_SAME_GRID.require(kspec.grid == spec.grid)
+            P_SH_SAME_ORIENTATION.require(kspec.orientation == spec.orientation)
+            P_SH_Q_WIDTH.require(spec.shape[1] == num_heads // nkv * hd, spec.shape[1], num_heads // nkv * hd)
+        else:
+            P_SH_KV_DIV.require(nkv % cores == 0, nkv, cores)
+            sections = 1 if kv_tied else 2
+            want = (num_heads // nkv + sections) * hd
+            P_SH_WIDTH.require(spec.shape[1] == want, spec.shape[1], sections, want)
+        P_SH_TRANSPOSE.require(not transpose_k_heads)
+    else:
+        P_IL_OUTPUT.require(mc.memory_layout == _IL, f"TensorMemoryLayout::{mc.memory_layout.name}")
+    if kv is not None:
+        P_KV_DTYPE.require(kv.dtype == x.dtype)
+        P_KV_TILE.require(kv.layout == Layout.TILE, f"Layout::{kv.layout.name}")
+        P_KV_BATCH.require(kv.padded_shape[0] == x.padded_shape[0])
+        P_KV_SEQ1.require(kv.padded_shape[1] == 1, kv.padded_shape[1])
+        P_KV_SEQ.require(kv.padded_shape[2] == x.padded_shape[2])
+        if kv.is_sharded():
+            P_KV_Q_SHARDED.require(x.is_sharded())
+            kspec = kv.memory_config().shard_spec
+            P_KV_SH_HEIGHT.require(kspec.shape[0] * kv.padded_shape[-1] == _volume(kv.padded_shape), kspec.shape[0],
+                                   _volume(kv.padded_shape) // kv.padded_shape[-1])
+            P_KV_SH_ORIENTATION.require(kspec.orientation == ShardOrientation.ROW_MAJOR,
+                                        f"ShardOrientation::{kspec.orientation.name}")
+            sections = 1 if kv_tied else 2
+            P_KV_SH_WIDTH.require(kspec.shape[1] == sections * hd, kspec.shape[1], sections, sections * hd)
+            P_KV_SH_CORES.require(nkv % kspec.num_cores() == 0, nkv, kspec.num_cores())
+    if x.is_sharded():
+        for m in mcs:
+            P_OUT_L1.require(m.buffer_type in (BufferType.L1, BufferType.L1_SMALL))
 
-    q = output(x, per_device(lambda t: split(t, 0, num_heads), x), memory_config=mc)
-    k = output(x, per_device(lambda t: split(t, num_heads, nkv), x), memory_config=mc)
-    if transpose_k_heads:
-        k = Tensor.make([s.transpose(-1, -2).contiguous() for s in k._shards], k.dtype, k.layout, k.device_or_none,
-                        mc)
-    v = output(x, per_device(lambda t: split(t, num_heads + nkv, nkv), x), memory_config=mc)
-    return q, k, v
+    if x.is_sharded():
+        if q_grid is None:
+            g = device.compute_with_storage_grid_size()
+            q_grid = num_cores_to_corerangeset(num_heads, g, True)
+        sources = _sharded_sources(x, kv, num_heads, nkv, hd, kv_tied, q_grid)
+    else:
+        k_src = (1, 0) if kv is not None else (0, num_heads * hd)
+        v_src = k_src if kv_tied else (k_src[0], k_src[1] + nkv * hd)
+        sources = ([(0, h * hd) for h in range(num_heads)],
+                   [(k_src[0], k_src[1] + j * hd) for j in range(nkv)],
+                   [(v_src[0], v_src[1] + j * hd) for j in range(nkv)])
+
+    def heads(xs: torch.Tensor, kvs: torch.Tensor | None, cols: list, transpose: bool) -> torch.Tensor:
+        bb, _, ss, _ = xs.shape
+        parts = []
+        for src in cols:
+            if src is None:
+                parts.append(torch.full((bb, ss, hd), float("nan")))
+            else:
+                t = xs if src[0] == 0 else kvs
+                parts.append(t[:, 0, :, src[1] : src[1] + hd])
+        out = torch.stack(parts, dim=1) if parts else xs.new_zeros((bb, 0, ss, hd))
+        if hdp != hd:
+            out = torch.nn.functional.pad(out, (0, hdp - hd))
+        return out.transpose(-1, -2).contiguous() if transpose else out.contiguous()
+
+    results = []
+    for i, cols in enumerate(sources):
+        transpose = transpose_k_heads and i == 1
+        shards = per_device(lambda xs, kvs, cols=cols, transpose=transpose: heads(xs, kvs, cols, transpose), x, kv)
+        if given is None:
+            results.append(output(x, shards, memory_config=mcs[i]))
+            continue
+        out = given[i]
+        if (tuple(out.shape), out.dtype, out.layout) != (shapes[i], x.dtype, x.layout) or (
+                x.is_sharded() and out.memory_config() != mcs[i]):
+            # Written through the input's layout into a buffer laid out otherwise: contents the caller cannot use.
+            shards = [torch.full(tuple(out.shape), float("nan")) for _ in shards]
+        out._rebind(output(x, shards, out.dtype, out.layout, out.memory_config()))
+        results.append(out)
+    return tuple(results)
+
+
+def _volume(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def _users_grid(cores: int, pool: CoreRangeSet | None, device: Any, start: int = 0) -> CoreRangeSet:
@@ -190,20 +461,84 @@ def nlp_create_qkv_heads_decode(
     )
 
 
+def _core_blocks(mc: MemoryConfig) -> dict[CoreCoord, tuple[int, int]]:
+    """The (row block, column block) of the tensor's physical 2-D view that each core of a sharded config holds."""
+    spec = mc.shard_spec
+    row_major = spec.orientation == ShardOrientation.ROW_MAJOR
+    cores = _shard_cores(mc)
+    if mc.memory_layout == TensorMemoryLayout.BLOCK_SHARDED:
+        start = spec.grid.bounding_box().start
+        return {c: (c.y - start.y, c.x - start.x) if row_major else (c.x - start.x, c.y - start.y) for c in cores}
+    if mc.memory_layout == _WS:
+        return {c: (0, i) for i, c in enumerate(cores)}
+    return {c: (i, 0) for i, c in enumerate(cores)}
+
+
 @device_op(kernel_replay=True)
 def nlp_concat_heads(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None) -> Tensor:
-    """[B, nh, S, hd] -> [B, 1, S, nh * hd]."""
+    """[B, nh, S, hd] -> [B, 1, S, nh * hd]; the output config defaults to the input's.
+
+    A height-sharded (or block-sharded) input is concatenated core by core: each core's shard of hps = shard height
+    / padded S whole heads becomes that core's [S, hps * hd] output shard (the output config's layout and buffer on
+    the input's grid and orientation), so the result is the concatenation wherever that shard grid tiles the output
+    as the input's does."""
     op = "experimental.nlp_concat_heads"
     x = input_tensor
     if not isinstance(x, Tensor) or x.device_or_none is None:
         raise TTError(op, "Device Operations expect device tensors as inputs")
+    mc = memory_config or x.memory_config()
+    b, nh, s, hd = x.shape
+    sp, hdp = x.padded_shape[-2], x.padded_shape[-1]
+    out_shape = (b, 1, s, nh * hd)
+    out_mc = mc
+    if mc.is_sharded():  # the output spec is built before the device operation validates its input
+        from .placement import check_placement
+
+        K_NO_SHARD_SPEC.require(x.is_sharded())
+        spec = x.memory_config().shard_spec
+        hps = spec.shape[0] // sp
+        if hps == 0:
+            raise TTError(op, f"shard height {spec.shape[0]} holds no whole head of {sp} rows (ttnn 0.81.1 divides by "
+                              "zero here and dies with SIGFPE)")
+        out_mc = MemoryConfig(mc.memory_layout, mc.buffer_type,
+                              ShardSpec(spec.grid, [spec.shape[0] // hps, spec.shape[1] * hps], spec.orientation))
+        check_placement(op, x.device_or_none, out_shape, Layout.TILE, out_mc, x.dtype)
     K_DTYPE.require(x.dtype in (DataType.FLOAT32, DataType.BFLOAT16, DataType.BFLOAT8_B))
     K_TILE.require(x.layout == Layout.TILE, f"Layout::{x.layout.name}")
-    mc = memory_config or x.memory_config()
-    if x.is_sharded() or mc.is_sharded():
-        raise TTError(op, "the simulator models nlp_concat_heads on interleaved tensors only")
-    b, nh, s, hd = x.shape
-    return output(x, per_device(lambda t: t.transpose(1, 2).reshape(b, 1, s, nh * hd), x), memory_config=mc)
+    if not x.is_sharded():
+        return output(x, per_device(lambda t: t.transpose(1, 2).reshape(b, 1, s, nh * hd), x), memory_config=mc)
+    xmc = x.memory_config()
+    spec = xmc.shard_spec
+    K_NOT_WIDTH.require(xmc.memory_layout != _WS, f"TensorMemoryLayout::{xmc.memory_layout.name}")
+    K_SHARD_WIDTH.require(spec.shape[1] == hdp, spec.shape[1], hdp)
+    K_SHARD_HEIGHT.require(spec.shape[0] % sp == 0, spec.shape[0], sp)
+    hps = spec.shape[0] // sp
+    K_HEADS_DIVISIBLE.require(x.padded_shape[1] % hps == 0, x.padded_shape[1], spec.shape[0], sp)
+    K_OUT_NOT_HS.require(mc.memory_layout != _HS, f"TensorMemoryLayout::{mc.memory_layout.name}")
+    K_SHARDED_OUT.require(mc.is_sharded(), f"TensorMemoryLayout::{mc.memory_layout.name}")
+    K_OUT_L1.require(out_mc.buffer_type in (BufferType.L1, BufferType.L1_SMALL))
+    in_blocks = _core_blocks(xmc)
+    out_blocks = _core_blocks(out_mc)
+    in_l1 = xmc.buffer_type != BufferType.DRAM
+
+    def concat(t: torch.Tensor) -> torch.Tensor:
+        full = torch.nn.functional.pad(t.float(), (0, hdp - hd, 0, sp - s)).reshape(-1, hdp)
+        out = torch.full((b * sp, nh * hdp), float("nan"))
+        for core, (row_block, _) in in_blocks.items():
+            rows = full[row_block * spec.shape[0] : (row_block + 1) * spec.shape[0]]
+            if not len(rows) or not in_l1:
+                continue
+            # Each core writes its heads side by side into its own output shard.
+            block = rows.reshape(-1, sp, hdp).transpose(0, 1).reshape(sp, -1)
+            r, c = out_blocks[core]
+            w = out_mc.shard_spec.shape[1]
+            dst = out[r * sp : (r + 1) * sp, c * w : c * w + block.shape[1]]
+            dst.copy_(block[: dst.shape[0], : dst.shape[1]])
+        if hdp != hd:  # the heads land hdp apart: the logical row reads them at that spacing
+            out = out[:, : nh * hd]
+        return out.reshape(b, sp, nh * hd)[:, :s].reshape(b, 1, s, nh * hd)
+
+    return output(x, per_device(concat, x), memory_config=out_mc)
 
 
 @device_op(kernel_replay=True)

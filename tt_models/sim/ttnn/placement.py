@@ -13,8 +13,9 @@ from .rules import rules
 from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout
 
 S = rules("TensorSpec", "tt_metal/impl/tensor/spec/tensor_spec.cpp")
-BFP_TILE_ONLY = S("Only TILE layout is supported for {} dtype!", "zeros/rm/BFLOAT8_B/[1, 1, 1, 10]/dram",
-                  "zeros/tile/BFLOAT8_B/[1, 1, 32, 32]/dram")
+# The text names BFLOAT8_B for bfloat4_b too (a fixed string in libtt_metal).
+BFP_TILE_ONLY = S("Only TILE layout is supported for BFLOAT8_B dtype!", "zeros/rm/BFLOAT8_B/[1, 1, 1, 10]/dram",
+                  "empty/bfp4-row-major", "zeros/tile/BFLOAT8_B/[1, 1, 32, 32]/dram")
 SHARD_TILES = S("Physical shard shape ({}, {}) must be tile {{32, 32}} sized!", "shard/height/unaligned-shard",
                 "shard/height/32x64", source="tt_metal/impl/tensor/spec/layout/tensor_layout.cpp")
 HS_WIDTH = S("Shard width {} must match physical width {} for height sharded", "shard/height/narrow",
@@ -68,7 +69,7 @@ def check_placement(op: str, device: Any, shape: tuple[int, ...], layout: Layout
     if not isinstance(mc, MemoryConfig):
         raise TTError(op, f"memory_config must be a ttnn.MemoryConfig, got {type(mc).__name__}")
     if dtype in BLOCK_FLOAT_TYPES and layout != Layout.TILE:
-        raise fail(BFP_TILE_ONLY, dtype.name)
+        raise fail(BFP_TILE_ONLY)
     if not mc.is_sharded():
         return
     spec = mc.shard_spec

@@ -4,6 +4,17 @@ read from the paged K/V caches through its page-table row.
 Q [1, B, heads, hd] (heads padded to 32 in TILE) in DRAM or height-sharded; K/V caches in DRAM. The batch is the page
 table's row count. Rows of users at position -1 are skipped by the device and left unwritten: here they read as NaN,
 so no caller can rely on them.
+
+Non-causal (is_causal=False): every user attends over the whole span of its page-table row (pages * block_size
+positions; cur_pos is not read), with an optional additive attn_mask [Bm, 1, heads, span]: user b reads mask plane
+b % Bm (Bm = the mask's dim 0), row h for Q head h. The device adds the mask to the raw Q.K scores and scales after,
+so a finite mask value m shifts a logit by scale * m. attention_sink [padded heads, 32] (bf16, TILE, DRAM): column 0
+of row h is a per-head logit that joins head h's softmax denominator (again multiplied by scale on the device, which
+is why callers pass sink / scale) and takes no value row. cache_position_modulo M (a positive multiple of the block,
+at least the sliding window): a ring-buffer cache, position p read from slot p % M of the row's blocks (a range longer
+than M reads slots again, as the device does). spec_multi_pos_tiles T (MQA, a bf16 DRAM Q of T padded head tiles):
+T candidate positions per user, cur_pos [B * T] in ascending groups; Q row tile j of user b (heads 32j..32j+31)
+attends over 0..cur_pos[b * T + j].
 """
 
 from __future__ import annotations
@@ -73,16 +84,93 @@ GQA_NO_SHARDED_OUT = R("Sharded output not supported for GQA", "sdpa-decode/gqa-
 GQA_BF16_Q = R("GQA expects BFLOAT16 input tensor, but got {}", "sdpa-decode/gqa-q-bfp8", "sdpa-decode/mqa-q-bfp8")
 GQA_MULTIPLE = R("GQA expects Q to have a multiple of K heads, but got {} and {}", "sdpa-decode/9q-2kv",
                  "sdpa-decode/9q-3kv")
+MASK_PADDED_HEADS = R("Expect same number of padded heads in mask as in Q, got {} and {}",
+                      "sdpa-decode-opt/mask/heads-40", "sdpa-decode-opt/mask/row-major", "sdpa-decode-opt/mask/3d",
+                      "sdpa-decode-opt/mask/ok")
+MASK_HEADS = R("Expect same number of heads in mask as in Q, got {} and {}", "sdpa-decode-opt/mask/heads-16",
+               "sdpa-decode-opt/mask/heads-32-padded", "sdpa-decode-opt/mask/ok")
+MASK_K_CHUNK = R("Must provide k_chunk_size if using attention mask!", "sdpa-decode-opt/mask/chunk-0",
+                 "sdpa-decode-opt/mask/chunk-128")
+MASK_CHUNK_MULTIPLE = R("Mask sequence length must be multiple of chunk size, got: {} and {}",
+                        "sdpa-decode-opt/mask/span-96-chunk-64", "sdpa-decode-opt/mask/chunk-512",
+                        "sdpa-decode-opt/mask/span-256-chunk-64")
+MASK_DTYPE = R("Unsupported data type for mask tensor: {}.", "sdpa-decode-opt/mask/fp32", "sdpa-decode-opt/mask/bfp4")
+NONCAUSAL_K_CHUNK = R("Must provide k_chunk_size if paged and non-causal!", "sdpa-decode-opt/no-mask/chunk-0",
+                      "sdpa-decode-opt/no-mask/chunk-128")
+SPAN_CHUNK_MULTIPLE = R("K sequence length must be multiple of chunk size, got: {} and {}",
+                        "sdpa-decode-opt/no-mask/span-192-chunk-128", "sdpa-decode-opt/no-mask/span-192-chunk-64")
+MOD_POSITIVE = R("cache_position_modulo must be > 0 when provided", "sdpa-decode-opt/modulo/zero",
+                 "sdpa-decode-opt/modulo/ok")
+MOD_BLOCK = R("cache_position_modulo ({}) must be a multiple of effective block_size ({})",
+              "sdpa-decode-opt/modulo/not-block-multiple", "sdpa-decode-opt/modulo/ok")
+MOD_WINDOW = R("cache_position_modulo ({}) must be >= sliding_window_size ({}); a tighter capacity would let the SDPA "
+               "attention range wrap multiple times and double-count positions.", "sdpa-decode-opt/modulo/window-wider",
+               "sdpa-decode-opt/modulo/window")
+_SPEC = "sdpa-decode-opt/spec/"
+SPEC_CAUSAL = R("spec_multi_pos_tiles requires is_causal", _SPEC + "non-causal", _SPEC + "mask", _SPEC + "ok")
+SPEC_MASK = R("spec_multi_pos_tiles is not supported with an explicit attn_mask",
+              unreachable="a mask needs is_causal=False, which spec_multi_pos_tiles refuses first")
+SPEC_MQA = R("spec_multi_pos_tiles requires num_kv_heads == 1, got {}", _SPEC + "gqa", _SPEC + "ok")
+SPEC_BF16 = R("spec_multi_pos_tiles requires a BFLOAT16 Q tensor, got {}", _SPEC + "q-bfp8", _SPEC + "ok")
+SPEC_UNSHARDED = R("spec_multi_pos_tiles requires an unsharded (DRAM interleaved) Q tensor",
+                   _SPEC + "q-height-sharded", _SPEC + "ok")
+SPEC_WINDOW = R("spec_multi_pos_tiles is not supported with sliding_window_size", _SPEC + "window", _SPEC + "ok")
+SPEC_ROWS = R("spec_multi_pos_tiles={}: Q must have {} padded rows per batch (one 32-row tile per candidate), got {}",
+              _SPEC + "t2-32-heads", _SPEC + "t1-64-heads", _SPEC + "t2-40-heads")
+SPEC_FULL_TILES = R("spec_multi_pos_tiles requires full 32x32 tiles (use_half_tile must be false), but Q has {} "
+                    "logical heads", _SPEC + "16-heads", _SPEC + "ok")
+SPEC_ENTRIES = R("spec_multi_pos_tiles={}: cur_pos must have {} entries (B={} groups of {}), got {}",
+                 _SPEC + "cur-pos-32-for-t2", _SPEC + "cur-pos-1x64")
+SPEC_ASCENDING = R("spec_multi_pos_tiles={}: cur_pos entries within candidate group {} must be non-decreasing, but "
+                   "entry {} ({}) > entry {} ({}); the reader derives the group's KV scan range from the group's last "
+                   "entry, so a non-ascending group would silently drop KV.",
+                   unreachable="it reads the positions' values, and a mock device's tensors read back as zeros")
+SPEC_CHUNK = R("spec_multi_pos_tiles requires a power-of-2 k chunk size in tiles, got {}",
+               unreachable="the host requires a user k_chunk_size to be a power of 2 and a multiple of 32 first, and "
+                           "0 (chosen per position) passes")
+SPEC_HEADS_PER_CORE = R("spec_multi_pos_tiles requires num_heads_per_core == 1",
+                        unreachable="MQA, required first, puts one kv head on a core")
+SINK_RANK = R("Attention sink must have 2 dimensions", "sdpa-decode-opt/sink/4d", "sdpa-decode-opt/sink/1d")
+SINK_HEADS = R("Attention sink must have the same padded num heads as Q but got {}", "sdpa-decode-opt/sink/heads-64",
+               "sdpa-decode-opt/sink/heads-33", "sdpa-decode-opt/sink/logical-8x1")
+SINK_WIDTH = R("Attention sink must be a single tile wide, but got {}", "sdpa-decode-opt/sink/width-64",
+               "sdpa-decode-opt/sink/ok")
+SINK_BF16 = R("Attention sink must by a BF16 tensor, but got {}", "sdpa-decode-opt/sink/bfp8",
+              "sdpa-decode-opt/sink/fp32", "sdpa-decode-opt/sink/ok")
+SINK_TILE = R("Attention sink must be in TILE layout, but got {}", "sdpa-decode-opt/sink/row-major",
+              "sdpa-decode-opt/sink/ok")
+SINK_DRAM = R("Attention sink must be in DRAM memory, but got {}", "sdpa-decode-opt/sink/l1",
+              "sdpa-decode-opt/sink/height-sharded", "sdpa-decode-opt/sink/ok")
 GRID_FITS = R("Cores available ({}) exceeds grid size ({})", "sdpa-decode/grid-9x9", "sdpa-decode/grid-8x8",
               source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
 GRID_BATCH = R("Cores available ({}) must be >= batch size ({})", "sdpa-decode/grid-4x4", "sdpa-decode/grid-8x4",
                source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
 
 
-def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | None, attn_mask: Any,
-              is_causal: bool, out_mc: MemoryConfig, program_config: Any) -> int:
-    for t in (q, kc, vc, pt, cur_pos):
+def _padded(t: Tensor) -> tuple[int, ...]:
+    """The device's padded shape: a rank-1 TILE tensor is padded to a [32, w] tile row, as ttnn does."""
+    shape = tuple(t.padded_shape)
+    if t.layout == Layout.TILE and len(shape) == 1:
+        return (TILE_SIZE, shape[0])
+    return shape
+
+
+def _k_chunk(program_config: Any) -> int:
+    """The chunk size the op runs with: the config's (0 lets the kernel choose, in causal mode), else 32."""
+    return program_config.k_chunk_size if program_config is not None else TILE_SIZE
+
+
+def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | None, attn_mask: Tensor | None,
+              sink: Tensor | None, is_causal: bool, out_mc: MemoryConfig, program_config: Any, modulo: int | None,
+              window: int | None, spec: int) -> int:
+    for t in (q, kc, vc, pt, cur_pos, attn_mask, sink):
         ON_DEVICE.require(t is None or (isinstance(t, Tensor) and t.device_or_none is not None))
+    # The host checks a user-given chunk size before the device operation validates anything.
+    if program_config is not None and program_config.k_chunk_size:
+        k = program_config.k_chunk_size
+        K_CHUNK_POW2.require(k & (k - 1) == 0, k)
+        K_CHUNK_32.require(k % TILE_SIZE == 0, k)
+    k_chunk = _k_chunk(program_config)
     for t in (q, kc, vc):
         DTYPE.require(t.dtype in _DTYPES or reference_precision(t), f"DataType::{t.dtype.name}")
     KV_TILE.require(kc.layout == Layout.TILE and vc.layout == Layout.TILE)
@@ -104,37 +192,107 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
         KV_DRAM.require(bt == BufferType.DRAM, i, f"BufferType::{bt.name}")
     if out_mc.is_sharded():
         OUT_HS.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+    q_padded = _padded(q)
     if is_causal:
         CAUSAL_NO_MASK.require(attn_mask is None)
-        CUR_POS_NEEDED.require(cur_pos is not None)
+    elif attn_mask is not None:
+        m_padded = _padded(attn_mask)
+        MASK_PADDED_HEADS.require(m_padded[2] == q_padded[2], m_padded[2], q_padded[2])
+        MASK_HEADS.require(attn_mask.shape[2] == q.shape[2], attn_mask.shape[2], q.shape[2])
+        MASK_K_CHUNK.require(k_chunk > 0)
+        MASK_CHUNK_MULTIPLE.require(m_padded[3] % k_chunk == 0, m_padded[3], k_chunk)
+        MASK_DTYPE.require(attn_mask.dtype in _DTYPES, f"DataType::{attn_mask.dtype.name}")
     users = pt.shape[0]
-    if cur_pos is not None:
+    if spec:
+        SPEC_CAUSAL.require(is_causal)
+        SPEC_MASK.require(attn_mask is None)
+        SPEC_MQA.require(kc.shape[1] == 1, kc.shape[1])
+        SPEC_BF16.require(q.dtype == DataType.BFLOAT16, f"DataType::{q.dtype.name}")
+        SPEC_UNSHARDED.require(not q.is_sharded())
+        SPEC_WINDOW.require(not window)
+        SPEC_ROWS.require(q_padded[2] == spec * TILE_SIZE, spec, spec * TILE_SIZE, q_padded[2])
+        SPEC_FULL_TILES.require(q.shape[2] > 16, q.shape[2])
+    if is_causal:
+        CUR_POS_NEEDED.require(cur_pos is not None)
         CUR_POS_INT32.require(cur_pos.dtype == DataType.INT32, f"DataType::{cur_pos.dtype.name}")
         padded = cur_pos.padded_shape
         CUR_POS_LAST_DIM.require(all(d == 1 for d in padded[:-1]), padded)
         CUR_POS_RM.require(cur_pos.layout == Layout.ROW_MAJOR, f"Layout::{cur_pos.layout.name}")
-        if not cur_pos.is_sharded():
+        if spec:
+            SPEC_ENTRIES.require(padded[-1] == users * spec, spec, users * spec, users, spec, padded[-1])
+            groups = cur_pos.shard(0).reshape(-1)[: users * spec].to(torch.int64).reshape(users, spec) % (1 << 32)
+            for b, j in torch.nonzero(groups[:, :-1] > groups[:, 1:]).tolist():
+                SPEC_ASCENDING.require(False, spec, b, b * spec + j, int(groups[b, j]), b * spec + j + 1,
+                                       int(groups[b, j + 1]))
+        elif not cur_pos.is_sharded():
             CUR_POS_BATCH.require(padded[-1] == users, padded[-1], users)
     PT_INT32.require(pt.dtype == DataType.INT32)
     PT_RM.require(pt.layout == Layout.ROW_MAJOR, f"Layout::{pt.layout.name}")
     SAME_BLOCK.require(kc.shape[2] == vc.shape[2])
     SAME_HIDDEN.require(kc.shape[-1] == q.shape[-1] and vc.shape[-1] == q.shape[-1])
-    if program_config is not None and program_config.k_chunk_size:
-        k = program_config.k_chunk_size
-        K_CHUNK_POW2.require(k & (k - 1) == 0, k)
-        K_CHUNK_32.require(k % TILE_SIZE == 0, k)
+    if modulo is not None:
+        block = _padded(kc)[2]
+        MOD_POSITIVE.require(modulo > 0)
+        MOD_BLOCK.require(modulo % block == 0, modulo, block)
+        if window:
+            MOD_WINDOW.require(modulo >= window, modulo, window)
+    if not is_causal:
+        NONCAUSAL_K_CHUNK.require(k_chunk > 0)
+        span = pt.shape[1] * _padded(kc)[2]
+        SPAN_CHUNK_MULTIPLE.require(span % k_chunk == 0, span, k_chunk)
     nkv = kc.shape[1]
     SAME_HEADS.require(nkv == vc.shape[1], nkv, vc.shape[1])
     if nkv > 1:
         GQA_NO_SHARDED_OUT.require(not out_mc.is_sharded())
         GQA_BF16_Q.require(q.dtype == DataType.BFLOAT16 or reference_precision(q), f"DataType::{q.dtype.name}")
         GQA_MULTIPLE.require(q.shape[2] % nkv == 0, q.shape[2], nkv)
+    if sink is not None:
+        s_padded = _padded(sink)
+        SINK_RANK.require(len(s_padded) == 2)
+        SINK_HEADS.require(s_padded[0] == q_padded[2], s_padded[0])
+        SINK_WIDTH.require(s_padded[1] == TILE_SIZE, s_padded[1])
+        SINK_BF16.require(sink.dtype == DataType.BFLOAT16, f"DataType::{sink.dtype.name}")
+        SINK_TILE.require(sink.layout == Layout.TILE, f"Layout::{sink.layout.name}")
+        bt = sink.memory_config().buffer_type
+        SINK_DRAM.require(bt == BufferType.DRAM, f"BufferType::{bt.name}")
+    if spec:
+        k = _k_chunk(program_config) // TILE_SIZE
+        SPEC_CHUNK.require(k & (k - 1) == 0, k)
+        SPEC_HEADS_PER_CORE.require(True)
     if program_config is not None:
         g = program_config.compute_with_storage_grid_size
         gx, gy = q.device_or_none.chip.grid
         GRID_FITS.require(g.x * g.y <= gx * gy, g.x * g.y, gx * gy)
         GRID_BATCH.require(g.x * g.y >= users, g.x * g.y, users)
     return users
+
+
+def _tile_padded(t: torch.Tensor, padded: tuple[int, ...]) -> torch.Tensor:
+    """t's values in its tile-padded shape (the padding reads as zeros, as a tensor made by from_torch holds)."""
+    if t.dim() == 1:  # a rank-1 tensor is one row of its tile row
+        t = t.reshape(1, -1)
+    return torch.nn.functional.pad(t, (0, padded[-1] - t.shape[-1], 0, padded[-2] - t.shape[-2]))
+
+
+def _mask_rows(mask: torch.Tensor, padded: tuple[int, ...], tiled: bool, users: int, pnh: int,
+               span: int) -> torch.Tensor:
+    """[users, pnh, span]: the mask values each user's reader fetches. The reader walks the mask's tiles as if it
+    were [Bm, pnh, span] with Bm = dim 0: user b's row tile r, column tile c is tile (b % Bm) * (pnh / 32) * (span / 32)
+    + r * (span / 32) + c of the buffer. That is row h of plane b for a [Bm, 1, pnh, span] mask; any other shape is
+    read through the same arithmetic, and a tile past the buffer's end reads as NaN (whatever lies beyond)."""
+    st, pnht = span // TILE_SIZE, pnh // TILE_SIZE
+    if not tiled:  # row-major pages are sticks, not tiles: the tile reads land on unrelated data
+        return torch.full((users, pnh, span), float("nan"))
+    full = _tile_padded(mask.float(), padded)
+    rows, wt = full.numel() // padded[-1], padded[-1] // TILE_SIZE
+    tiles = full.reshape(rows // TILE_SIZE, TILE_SIZE, wt, TILE_SIZE).permute(0, 2, 1, 3).reshape(-1, TILE_SIZE,
+                                                                                                  TILE_SIZE)
+    b = torch.arange(users)[:, None, None] % padded[0]
+    ids = b * (pnht * st) + torch.arange(pnht)[None, :, None] * st + torch.arange(st)[None, None, :]
+    inside = ids < tiles.shape[0]
+    got = tiles[ids.clamp(max=tiles.shape[0] - 1)]
+    got = got.masked_fill(~inside[..., None, None], float("nan"))
+    return got.permute(0, 1, 3, 2, 4).reshape(users, pnh, span)
 
 
 @device_op(kernel_replay=True)
@@ -157,60 +315,93 @@ def paged_scaled_dot_product_attention_decode(
     cache_position_modulo: int | None = None,
     spec_multi_pos_tiles: Any = None,
 ) -> Tensor:
-    """Q [1, B, nh, hd] attends over its user's positions 0..cur_pos inclusive; a user at -1 gets undefined rows."""
+    """Q [1, B, nh, hd] attends over its user's positions 0..cur_pos inclusive (causal; a user at -1 gets undefined
+    rows) or over its page-table row's whole span (is_causal=False, optionally with attn_mask); attention_sink adds a
+    per-head logit to each softmax denominator."""
     op = "transformer.paged_scaled_dot_product_attention_decode"
     q, kc, vc = input_tensor_q, input_tensor_k, input_tensor_v
     out_mc = memory_config or DRAM_MEMORY_CONFIG
-    users = _validate(q, kc, vc, page_table_tensor, cur_pos_tensor, attn_mask, is_causal, out_mc, program_config)
-    refuse_options(op, attn_mask=attn_mask is not None, attention_sink=attention_sink,
-                   paged_cache_geometry=paged_cache_geometry, cache_position_modulo=cache_position_modulo,
-                   spec_multi_pos_tiles=spec_multi_pos_tiles, non_causal=not is_causal)
+    refuse_options(op, paged_cache_geometry=paged_cache_geometry)
+    mask, sink, modulo, spec = attn_mask, attention_sink, cache_position_modulo, spec_multi_pos_tiles or 0
+    users = _validate(q, kc, vc, page_table_tensor, cur_pos_tensor, mask, sink, is_causal, out_mc, program_config,
+                      modulo, sliding_window_size, spec)
     nb, nkv, bs, hd = kc.shape
+    if bs % TILE_SIZE:
+        raise TTError(op, f"the simulator models whole-tile cache blocks only (block_size {bs})")
     nh = q.shape[2]
+    pnh = _padded(q)[2]
     sc = scale if scale is not None else 1.0 / math.sqrt(hd)
     width = page_table_tensor.shape[1]
+    span_len = width * bs
     g = nh // nkv
     tiles_per_block = bs // TILE_SIZE
     spans: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    mask_geometry = (_padded(mask), mask.layout == Layout.TILE) if mask is not None else None
+    sink_padded = _padded(sink) if sink is not None else None
 
     def span(ntiles: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """For the first ntiles tiles of a user's history: each tile's logical block, its row offset in the
         [blocks * heads * tiles, 32 * hd] view of the cache (per kv head) relative to its block, and the key
-        positions they hold."""
+        positions they hold. With cache_position_modulo the tile index wraps first: position p is read from slot
+        p % modulo, however often the range wraps."""
         if ntiles not in spans:
             tiles = torch.arange(ntiles)
+            if modulo:
+                tiles = tiles % (modulo // TILE_SIZE)
             offset = torch.arange(nkv)[:, None] * tiles_per_block + tiles % tiles_per_block
             spans[ntiles] = (tiles // tiles_per_block, offset[None], torch.arange(ntiles * TILE_SIZE))
         return spans[ntiles]
 
-    def plan(pt: torch.Tensor, cp: torch.Tensor) -> tuple | None:
+    def gather(pt: torch.Tensor, ntiles: int, live: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        block_of, offset, kpos = span(ntiles)
+        if int(block_of.max()) >= width:  # the device reads past the row's page-table entries
+            raise TTError(op, f"positions up to {ntiles * TILE_SIZE - 1} need block {int(block_of.max())}; the page "
+                              f"table has {width} columns")
+        blocks = pt[:, block_of]
+        if live is not None:
+            blocks = blocks * live[:, None]  # an empty slot reads block 0; its rows are discarded
+        check_blocks(op, blocks, nb)
+        # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
+        return (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1), kpos
+
+    def plan(pt: torch.Tensor, cp: torch.Tensor | None) -> tuple | None:
         """Gather index of every user's K/V tiles, the attention mask and the live users (None: no live user)."""
-        pos = cp.reshape(-1)[:users]
+        if cp is None:  # non-causal: every position of the row's span (the window ending at its last position)
+            idx, kpos = gather(pt, span_len // TILE_SIZE, None)
+            allowed = torch.ones(1, kpos.numel(), dtype=torch.bool)
+            if sliding_window_size:
+                allowed &= kpos > span_len - 1 - sliding_window_size
+            return idx, kpos.numel(), allowed[:, None, None, :], None
+        if spec:
+            # Row tile j of user b (heads 32j..32j+31) is bounded by cur_pos[b * T + j]; the group's last entry sets
+            # the scan range (and -1 there skips the user).
+            bounds = cp.reshape(-1)[: users * spec].reshape(users, spec).long()
+            pos = bounds[:, -1]
+            rows = bounds[:, torch.arange(nh) // TILE_SIZE]  # [users, nh]
+        else:
+            pos = cp.reshape(-1)[:users]
         lo, top = (int(v) for v in torch.aminmax(pos))
         if top < 0:
             return None
-        if top // bs >= width:
-            raise TTError(op, f"position {top} needs block {top // bs}; the page table has {width} columns")
-        # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
-        block_of, offset, kpos = span(top // TILE_SIZE + 1)
-        blocks = pt[:, block_of]
         live = None
         if lo < 0:
             live = pos >= 0
-            blocks = blocks * live[:, None]  # an empty slot reads block 0; its rows are discarded below
             pos = pos.clamp(min=0)
-        check_blocks(op, blocks, nb)
-        # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
-        idx = (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1)
+        # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
+        idx, kpos = gather(pt, top // TILE_SIZE + 1, live)
+        if spec:
+            return idx, kpos.numel(), (kpos <= rows.clamp(min=0)[..., None])[:, None], live
         allowed = kpos <= pos[:, None]
         if sliding_window_size is not None:
             allowed &= kpos > pos[:, None] - sliding_window_size
         return idx, kpos.numel(), allowed[:, None, None, :], live
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor,
-                cp: torch.Tensor) -> torch.Tensor:
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: torch.Tensor | None,
+                mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
+        cp = cp if is_causal else None
         # Every layer reads through the same table at the same positions: planned once per version of the two.
-        p = derived_from(f"sdpa_decode:{nb},{nkv},{bs},{users},{sliding_window_size}", (pt, cp), lambda: plan(pt, cp))
+        key = f"sdpa_decode:{nb},{nkv},{bs},{users},{sliding_window_size},{is_causal},{modulo},{spec},{nh}"
+        p = derived_from(key, (pt, cp), lambda: plan(pt, cp))
         if p is None:
             return torch.full((1, users, nh, hd), float("nan"))
         idx, t, allowed, live = p
@@ -218,16 +409,29 @@ def paged_scaled_dot_product_attention_decode(
         # device's kernel keeps them in bf16 circular buffers (fp32 throughout only at reference precision).
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd) for c in (kk, vv))
-        if keys.dtype != dt:
-            keys, vals = keys.to(dt), vals.to(dt)
-        # The g query heads sharing a kv head attend as g "rows" of one head: no kv repetition needed.
-        res = torch.nn.functional.scaled_dot_product_attention(
-            qq[:, :users].reshape(users, nkv, g, hd).to(dt), keys, vals, attn_mask=allowed, scale=sc)
+        qg = qq[:, :users].reshape(users, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
+        if mm is None and ss is None:
+            if keys.dtype != dt:
+                keys, vals = keys.to(dt), vals.to(dt)
+            res = torch.nn.functional.scaled_dot_product_attention(qg.to(dt), keys, vals, attn_mask=allowed,
+                                                                   scale=sc)
+        else:
+            scores = qg.float() @ keys.float().transpose(-1, -2)  # [users, nkv, g, t], raw Q.K
+            if mm is not None:  # added before the scale, as the kernel adds it to the raw scores
+                rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:, :nh]
+                scores = scores + rows.reshape(users, nkv, g, t)
+            logits = (scores * sc).masked_fill(~allowed, float("-inf"))
+            if ss is not None:  # one more logit per head, scale * sink[h, 0], with no value row
+                sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0].reshape(1, nkv, g, 1) * sc
+                logits = torch.cat([logits, sinks.expand(users, -1, -1, -1)], dim=-1)
+            probs = torch.softmax(logits, dim=-1)[..., :t]
+            if dt == torch.bfloat16:
+                probs = probs.to(torch.bfloat16)
+            res = (probs.float() @ vals.float()).to(dt)
         res = res.view(1, users, nh, hd)
         if live is not None:  # skipped users: the device leaves their rows unwritten
             res = res.masked_fill(~live[None, :, None, None], float("nan"))
         return res
 
-    shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor)
+    shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)
     return output(q, shards, q.dtype, q.layout, out_mc)
-
