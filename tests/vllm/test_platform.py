@@ -19,6 +19,55 @@ def test_platform_is_active_with_simulator():
     assert type(current_platform).__name__ == "TTPlatform"
 
 
+def test_plugin_logs_go_through_vllms_handler():
+    """vLLM configures only its "vllm" logger (when an engine starts, after plugins load); the plugin's and the
+    models' INFO lines must reach whatever handler it has then."""
+    import logging
+
+    from vllm.config import LoggingConfig
+    from vllm.logger import configure_logging
+
+    register_platform()
+    configure_logging(LoggingConfig())  # what LLM / the engine core do at start
+    seen = []
+    catcher = logging.Handler()
+    catcher.emit = lambda record: seen.append(record.getMessage())
+    vllm_logger = logging.getLogger("vllm")
+    assert vllm_logger.handlers, "vLLM configured no handler"
+    vllm_logger.addHandler(catcher)
+    try:
+        for name in ("vllm_patches.worker", "generator_vllm", "tt_models.generator"):
+            logging.getLogger(name).info("hello from %s", name)
+    finally:
+        vllm_logger.removeHandler(catcher)
+    assert seen == [f"hello from {n}" for n in ("vllm_patches.worker", "generator_vllm", "tt_models.generator")]
+
+
+@pytest.mark.parametrize("backend,has_ttnn,hint", [
+    ("", False, "set TT_BACKEND=sim"),
+    ("cuda", False, "TT_BACKEND='cuda' is not a backend"),
+])
+def test_inactive_plugin_says_how_to_turn_it_on(monkeypatch, backend, has_ttnn, hint):
+    import importlib.util
+    import logging
+
+    import vllm_patches
+
+    monkeypatch.setenv("TT_BACKEND", backend)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ttnn" and not has_ttnn else real_find_spec(name, *a))
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("vllm_patches").addHandler(handler)
+    try:
+        assert vllm_patches.register_platform() is None
+    finally:
+        logging.getLogger("vllm_patches").removeHandler(handler)
+    assert any("TT platform plugin inactive" in m and hint in m for m in seen), seen
+
+
 def test_settings_applied(smollm2_dir):
     cfg = config(smollm2_dir, max_num_seqs=8, max_num_batched_tokens=256)
     assert cfg.parallel_config.worker_cls == "vllm_patches.worker.TTWorker"
