@@ -114,6 +114,9 @@ class TTCausalLM(Generator):
             raise ValueError(f"{num_layers} cache layers requested for a {a.n_layers}-layer model")
         if block_size % 32:
             raise ValueError(f"block_size {block_size} must be a multiple of 32 (TT tiles)")
+        if self.max_prefill_chunk % block_size:
+            raise ValueError(f"max_prefill_chunk {self.max_prefill_chunk} must be a multiple of the KV block size "
+                             f"{block_size}: every prefill chunk after the first starts on a block boundary")
         dtype_tt = self.model.kv_cache_dtype()
 
         def zeros() -> Any:

@@ -53,6 +53,10 @@ class Generator:
         for i, (n, start) in enumerate(zip(lens, starts, strict=True)):
             if n > self.max_seq_len:
                 raise ValueError(f"prompt of {n} tokens is longer than max_seq_len {self.max_seq_len}")
+            if self.max_prefill_chunk % block_size:
+                # A later chunk would start mid-block and its cache fill would land at the wrong positions.
+                raise ValueError(f"max_prefill_chunk {self.max_prefill_chunk} must be a multiple of the KV block "
+                                 f"size {block_size}")
             if not 0 <= start < n or start % block_size:
                 raise ValueError(f"start_pos {start} must be a whole number of blocks ({block_size}) below {n}")
             row = page_table[i, : -(-n // block_size)].to(torch.int32)

@@ -118,6 +118,13 @@ def test_long_prompt_prefilled_in_chunks(llama):
     chunked = model.prefill_forward(torch.tensor([p], dtype=torch.int32), table, kv, [len(p)])
     ref = hf_last_logits(hf, p)
     assert pcc(chunked[0, 0], ref) >= 0.999
+    # A chunk size that is not whole blocks would start the next chunk mid-block: refused, before and at prefill.
+    model.max_prefill_chunk = 80
+    with pytest.raises(ValueError, match="max_prefill_chunk 80 must be a multiple of the KV block size 32"):
+        model.prefill_forward(torch.tensor([p], dtype=torch.int32), table, kv, [len(p)])
+    a = model.model.args
+    with pytest.raises(ValueError, match="max_prefill_chunk 80 must be a multiple of the KV block size 32"):
+        model.allocate_kv_cache((NUM_BLOCKS, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
 
 
 def test_on_device_greedy(llama):
