@@ -21,12 +21,10 @@ class TTScheduler(Scheduler):
             out = self._prefill_only(throttle_prefills)
             if out.total_num_scheduled_tokens or not self.running:
                 return out
-            # No waiting request fit in the KV cache: decode instead, or the running batch would starve. The
-            # finished ids the empty step collected must still reach the worker.
-            finished = out.finished_req_ids
-            out = self._decode_only(throttle_prefills)
-            out.finished_req_ids |= finished
-            return out
+            # No waiting request fit in the KV cache: decode instead, or the running batch would starve. What the
+            # empty step drained from the scheduler (finished and preempted ids, freed encoder entries, blocks to
+            # zero or copy) must still reach the worker.
+            return _carry_over(out, self._decode_only(throttle_prefills))
         return self._decode_only(throttle_prefills)
 
     def _prefill_only(self, throttle_prefills: bool) -> SchedulerOutput:
@@ -57,3 +55,16 @@ class TTScheduler(Scheduler):
             if len(preempted_holding):
                 self.kv_holding_waiting.prepend_requests(preempted_holding)
         return out
+
+
+def _carry_over(empty: SchedulerOutput, out: SchedulerOutput) -> SchedulerOutput:
+    """Folds into `out` the per-step state that an empty SchedulerOutput took from the scheduler."""
+    out.finished_req_ids = empty.finished_req_ids | out.finished_req_ids
+    if empty.preempted_req_ids:
+        out.preempted_req_ids = empty.preempted_req_ids | (out.preempted_req_ids or set())
+    out.free_encoder_mm_hashes = [*empty.free_encoder_mm_hashes, *out.free_encoder_mm_hashes]
+    for name in ("new_block_ids_to_zero", "kv_cache_block_copies"):
+        drained = getattr(empty, name)
+        if drained:
+            setattr(out, name, [*drained, *(getattr(out, name) or [])])
+    return out
