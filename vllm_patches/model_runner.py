@@ -40,11 +40,16 @@ class TTModelRunner:
         self.width = math.ceil(self.max_model_len / self.block_size)
         self.vocab_size = mc.get_vocab_size()
         self.device = torch.device("cpu")
+        # LLM(logits_processors=...) / --logits-processors: built into the batch like vLLM's GPU runner does. They
+        # may rewrite any logit, so a batch with them always samples on the host.
+        custom = tuple(mc.logits_processors or ())
+        self.has_custom_logitsprocs = bool(custom)
         self.input_batch = InputBatch(
             max_num_reqs=self.max_num_seqs, max_model_len=self.max_model_len,
             max_num_batched_tokens=sc.max_num_batched_tokens, device=self.device, vocab_size=self.vocab_size,
             block_sizes=[self.block_size], max_num_blocks_per_req=[self.width],
-            logitsprocs=build_logitsprocs(vllm_config, self.device, False, False),
+            logitsprocs=build_logitsprocs(vllm_config, self.device, False, False, custom),
+            logitsprocs_need_output_token_ids=bool(custom),
         )
         self.sampler = Sampler(logprobs_mode=mc.logprobs_mode)
         self.requests: dict[str, CachedRequestState] = {}
@@ -151,7 +156,7 @@ class TTModelRunner:
 
     def _device_sampling(self, prefill: bool) -> TTSamplingParams | None:
         batch = self.input_batch
-        if not self.tt.sample_on_device(prefill):
+        if not self.tt.sample_on_device(prefill) or self.has_custom_logitsprocs:
             return None
         md = batch.sampling_metadata
         # The whole batch falls back to host sampling unless every request is plain greedy.
