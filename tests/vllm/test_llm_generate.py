@@ -111,3 +111,24 @@ def test_prefix_cache_hit_gives_the_same_output(llm):
     second = llm.generate([shared + "What is 2 + 2?"], params)[0]
     assert (second.num_cached_tokens or 0) >= 128
     assert list(second.outputs[0].token_ids) == list(first.outputs[0].token_ids)
+
+
+def test_sampling_parameters_take_effect(llm, hf):
+    """Each parameter changes what is drawn, checked against HF's distribution of the first token: a runner that
+    ignored temperature, top-k or top-p would fail here (seeded, so the draws are fixed)."""
+    prompt = PROMPTS[6]
+    ids = llm.get_tokenizer()(prompt)["input_ids"]
+    with torch.no_grad():
+        logits = hf(torch.tensor([ids])).logits[0, -1]
+    top2 = set(torch.topk(logits, 2).indices.tolist())
+    argmax = int(logits.argmax())
+
+    def draws(**kw):
+        params = [SamplingParams(max_tokens=1, seed=s, **kw) for s in range(24)]
+        return [o.outputs[0].token_ids[0] for o in llm.generate([prompt] * len(params), params)]
+
+    hot = draws(temperature=2.0)
+    assert len(set(hot)) > 2 and set(hot) - top2, "temperature 2 must spread the draws (it was ignored)"
+    top_k = draws(temperature=2.0, top_k=2)
+    assert set(top_k) == top2, f"top_k=2 must draw only, and at temperature 2 both of, HF's top 2 {top2}: {top_k}"
+    assert draws(temperature=2.0, top_p=1e-6) == [argmax] * 24, "top_p ~ 0 must keep only the most likely token"
