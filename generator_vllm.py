@@ -17,6 +17,7 @@ from tt_models.backend import is_simulator, ttnn
 from tt_models.capacity import KVCapacity, kv_capacity
 from tt_models.checkpoint import hf_to_meta, load_state_dict
 from tt_models.config import load_model_overrides, load_optimizations
+from tt_models.data_parallel import DataParallel
 from tt_models.generator import Generator, prefill_bucket
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
@@ -47,7 +48,7 @@ class TTCausalLM(Generator):
         optimizations: str | None = "performance",
         model_path: str | Path | None = None,
         load_format: str = "auto",
-    ) -> TTCausalLM:
+    ) -> TTCausalLM | DataParallel:
         """load_format "auto" reads the checkpoint in model_path; "dummy" (vLLM's name) places every weight with its
         real shape, dtype and memory config but no values (ttnn.empty): for capacity and speed, without reading or
         materializing the checkpoint on the host."""
@@ -55,7 +56,8 @@ class TTCausalLM(Generator):
             raise UnsupportedModelError(f"load_format {load_format!r}: TT models load 'auto' (the checkpoint) or "
                                         f"'dummy' (placed weights without values)")
         if tt_data_parallel != 1:
-            raise UnsupportedModelError(f"tt_data_parallel={tt_data_parallel}: only 1 is supported so far")
+            return cls._data_parallel(hf_config, mesh_device, max_batch_size, max_seq_len, n_layers,
+                                      tt_data_parallel, optimizations, model_path, load_format)
         if max_batch_size > MAX_USERS_PER_DEVICE:
             raise UnsupportedModelError(
                 f"max_batch_size {max_batch_size}: one device decodes at most {MAX_USERS_PER_DEVICE} users (its "
@@ -90,6 +92,27 @@ class TTCausalLM(Generator):
         logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
                     profile_name, max_batch_size, max_seq_len)
         return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)
+
+    @classmethod
+    def _data_parallel(cls, hf_config: Any, mesh_device: Any, max_batch_size: int, max_seq_len: int,
+                       n_layers: int | None, dp: int, optimizations: str | None, model_path: str | Path | None,
+                       load_format: str) -> DataParallel:
+        """tt_data_parallel=dp: the mesh split into dp submeshes, one replica each, max_batch_size split evenly."""
+        devices = mesh_device.get_num_devices()
+        if dp < 1 or devices % dp:
+            raise UnsupportedModelError(f"tt_data_parallel={dp} does not divide the {tuple(mesh_device.shape)} "
+                                        f"mesh's {devices} devices")
+        if max_batch_size % dp:
+            raise UnsupportedModelError(f"max_batch_size {max_batch_size} does not split evenly over "
+                                        f"tt_data_parallel={dp} replicas")
+        rows, cols = tuple(mesh_device.shape)
+        sub = (1, devices // dp) if rows == 1 else (rows // dp, cols) if rows % dp == 0 else (1, devices // dp)
+        submeshes = mesh_device.create_submeshes(ttnn.MeshShape(*sub))
+        replicas = [cls.initialize_vllm_model(hf_config, m, max_batch_size // dp, max_seq_len, n_layers, 1,
+                                              optimizations, model_path, load_format) for m in submeshes]
+        logger.info("data parallel: %d replicas of %s on %s submeshes, %d users each", dp, cls.__name__, sub,
+                    max_batch_size // dp)
+        return DataParallel(replicas)
 
     @classmethod
     def get_max_tokens_all_users(cls, model_name: str, *args: Any, **kwargs: Any) -> int:

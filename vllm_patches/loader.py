@@ -20,6 +20,6 @@ def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig) -> Any:
     logger.info("loading %s for %s (%s profile, %s weights)", cls.__name__, mc.model, tt.optimizations, load_format)
     return cls.initialize_vllm_model(
         mc.hf_config, mesh_device, max_batch_size=vllm_config.scheduler_config.max_num_seqs,
-        max_seq_len=mc.max_model_len, tt_data_parallel=1, optimizations=tt.optimizations, model_path=mc.model,
-        load_format=load_format,
+        max_seq_len=mc.max_model_len, tt_data_parallel=tt.data_parallel, optimizations=tt.optimizations,
+        model_path=mc.model, load_format=load_format,
     )

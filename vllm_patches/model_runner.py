@@ -56,13 +56,21 @@ class TTModelRunner:
         self.model: Any = None
         self.kv_cache: Any = None
         self._pending: tuple[SchedulerOutput, bool] | None = None
+        # Decode slot of each running request, kept for its whole life: with data parallel (tt.data_parallel) a
+        # slot belongs to one replica, whose cache holds that request's KV. New requests go to the replica with
+        # the fewest users.
+        self.replicas = tt_config.data_parallel
+        self.slot_of: dict[str, int] = {}
 
     # ------------------------------------------------------------------ state
     def _update_states(self, so: SchedulerOutput) -> None:
         batch = self.input_batch
         for req_id in so.finished_req_ids:
             self.requests.pop(req_id, None)
+            self.slot_of.pop(req_id, None)
             batch.remove_request(req_id)
+        for req_id in so.preempted_req_ids or ():
+            self.slot_of.pop(req_id, None)  # its KV is gone; it is prefilled again into a new slot
         # Requests not scheduled this step (decode requests during a prefill step, preempted ones) leave the
         # batch and come back when scheduled again.
         for req_id in list(batch.req_id_to_index):
@@ -103,6 +111,19 @@ class TTModelRunner:
                 batch.add_request(state)
         batch.condense()
         batch.refresh_metadata()
+        for req_id in batch.req_ids:
+            if req_id not in self.slot_of:
+                self.slot_of[req_id] = self._free_slot()
+
+    def _free_slot(self) -> int:
+        taken = set(self.slot_of.values())
+        per = self.max_num_seqs // self.replicas
+        load = [sum(1 for s in taken if s // per == r) for r in range(self.replicas)]
+        r = min(range(self.replicas), key=lambda i: load[i])
+        return next(s for s in range(r * per, (r + 1) * per) if s not in taken)
+
+    def _slots(self) -> np.ndarray:
+        return np.array([self.slot_of[r] for r in self.input_batch.req_ids], dtype=np.int64)
 
     def _is_prefill(self, so: SchedulerOutput) -> bool:
         resumed = so.scheduled_cached_reqs.resumed_req_ids
@@ -126,7 +147,8 @@ class TTModelRunner:
             # Prefix-cache hits cover whole blocks; a fully cached prompt still recomputes its last block.
             computed = min(self.requests[req_id].num_computed_tokens, lens[i] - 1)
             start[i] = computed // self.block_size * self.block_size
-        return {"tokens": tokens, "page_table": page_table, "prompt_lens": torch.tensor(lens), "start_pos": start}
+        return {"tokens": tokens, "page_table": page_table, "prompt_lens": torch.tensor(lens), "start_pos": start,
+                "empty_slots": torch.from_numpy(self._slots())}
 
     def decode_inputs(self) -> dict[str, torch.Tensor]:
         """Read straight from the persistent batch's arrays: this runs every decode step."""
@@ -136,14 +158,16 @@ class TTModelRunner:
         start_pos = torch.full((rows,), -1, dtype=torch.int32)
         page_table = torch.zeros(rows, self.width, dtype=torch.int32)
         if n:
+            # Batch row i decodes in its request's slot.
+            slots = torch.from_numpy(self._slots())
             lens = batch.num_tokens_no_spec[:n].astype(np.int64)
-            tokens[:n, 0] = torch.from_numpy(batch.token_ids_cpu[np.arange(n), lens - 1].astype(np.int32))
-            start_pos[:n] = torch.from_numpy((lens - 1).astype(np.int32))
+            tokens[slots, 0] = torch.from_numpy(batch.token_ids_cpu[np.arange(n), lens - 1].astype(np.int32))
+            start_pos[slots] = torch.from_numpy((lens - 1).astype(np.int32))
             table = batch.block_table[0]
             # Entries past a row's own blocks may be stale from an earlier occupant of the row: zero them.
             used = np.arange(self.width)[None, :] < table.num_blocks_per_row[:n, None]
-            page_table[:n] = torch.from_numpy(np.where(used, table.block_table.np[:n, : self.width], 0)
-                                              .astype(np.int32))
+            page_table[slots] = torch.from_numpy(np.where(used, table.block_table.np[:n, : self.width], 0)
+                                                 .astype(np.int32))
         return {"tokens": tokens, "start_pos": start_pos, "page_table": page_table}
 
     # ------------------------------------------------------------------ steps
@@ -184,6 +208,7 @@ class TTModelRunner:
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
                                             **self.decode_inputs())
+            out = out[torch.from_numpy(self._slots())]  # slot order -> batch row order
         logprobs = None
         if device_params is not None:
             sampled = out.reshape(-1)[:n].tolist()

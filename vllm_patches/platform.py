@@ -133,12 +133,16 @@ class TTPlatform(Platform):
             raise ValueError(f"block_size {cache.block_size} must be a multiple of 32 (TT tiles)")
         from generator_vllm import MAX_USERS_PER_DEVICE
 
-        if sched.max_num_seqs > MAX_USERS_PER_DEVICE:
+        dp = tt.data_parallel
+        if sched.max_num_seqs > MAX_USERS_PER_DEVICE * dp:
             raise ValueError(
                 f"max_num_seqs={sched.max_num_seqs}: one TT device decodes at most {MAX_USERS_PER_DEVICE} users (its "
                 f"head ops place one user per core; vLLM's defaults are larger). Set max_num_seqs <= "
-                f"{MAX_USERS_PER_DEVICE}, and serve more users with data parallel over more devices "
-                f"(vLLM's --data-parallel-size)")
+                f"{MAX_USERS_PER_DEVICE * dp}, and serve more users with data parallel over more devices "
+                f'(additional_config["tt"]["data_parallel"] over the mesh, or vLLM\'s --data-parallel-size)')
+        if sched.max_num_seqs % dp:
+            raise ValueError(f'max_num_seqs={sched.max_num_seqs} does not split evenly over additional_config["tt"]'
+                             f'["data_parallel"]={dp} replicas')
         if model is None:
             return
         from vllm_patches.registry import tt_generation_class

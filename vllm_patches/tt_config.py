@@ -20,6 +20,9 @@ class TTConfig:
     worker_l1_size: int = 0
     dispatch_core_axis: str | None = None
     fabric_config: str | None = None
+    # Replicas of the model over the mesh (MESH_DEVICE), each on its own submesh with its own KV cache and an equal
+    # share of max_num_seqs (at most 32 users per replica device).
+    data_parallel: int = 1
 
     @property
     def trace_decode(self) -> bool:
@@ -41,6 +44,9 @@ class TTConfig:
         if cfg.sample_on_device_mode not in SAMPLE_ON_DEVICE_MODES:
             raise ValueError(f'additional_config["tt"]["sample_on_device_mode"]={cfg.sample_on_device_mode!r}: '
                              f"expected one of {SAMPLE_ON_DEVICE_MODES}")
+        if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
+            raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
+                             f">= 1")
         if not isinstance(cfg.enable_model_warmup, bool):
             raise ValueError('additional_config["tt"]["enable_model_warmup"] must be true or false')
         from tt_models.config import load_optimizations

@@ -101,8 +101,8 @@ class TTWorker(WorkerBase):
         mc, sched, cache = self.model_config, self.vllm_config.scheduler_config, self.cache_config
         model = self.model_runner.model
         capacity = model.kv_cache_capacity(cache.block_size)
-        wanted = wanted_blocks(type(model).get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
-                                                                    max_num_seqs=sched.max_num_seqs),
+        wanted = wanted_blocks(model.get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
+                                                              max_num_seqs=sched.max_num_seqs),
                                mc.max_model_len, cache.block_size, sched.max_num_seqs)
         blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size, cache.num_gpu_blocks_override)
         logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)", blocks,

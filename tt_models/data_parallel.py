@@ -1,0 +1,142 @@
+"""Data parallel over submeshes: tt_data_parallel replicas of one model, each on its own submesh with its own KV
+cache, decoding an equal share of the users.
+
+User slots are global (0 .. max_batch_size - 1); slot s lives on replica s // per_replica for its whole life, since
+its KV pages are in that replica's cache. vLLM's block ids are global too: each replica's cache has every block id,
+and a request only ever touches its own replica's copy. Decode inputs (padded to max_batch_size) are split into
+per-replica row ranges and the outputs put back in slot order; prefill rows go to the replica of their empty slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from tt_models.sampling import TTSamplingParams
+
+
+def _split_params(params: TTSamplingParams | None, lo: int, hi: int) -> TTSamplingParams | None:
+    """A replica's share of per-user sampling lists (single values apply to everyone)."""
+    if params is None:
+        return None
+    cut = {k: v[lo:hi] for k, v in params.__dict__.items() if isinstance(v, (list, tuple))}
+    return replace(params, **cut)
+
+
+@dataclass
+class DataParallel:
+    """Holds the replicas (generation-class instances, one per submesh) and speaks the same contract."""
+
+    replicas: list[Any]
+    _kv_views: dict[int, list] = field(default_factory=dict)
+
+    @property
+    def per_replica(self) -> int:
+        return self.replicas[0].max_batch_size
+
+    @property
+    def max_batch_size(self) -> int:
+        return self.per_replica * len(self.replicas)
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.replicas[0].max_seq_len
+
+    @property
+    def model(self) -> Any:
+        return self.replicas[0].model
+
+    @property
+    def model_capabilities(self) -> dict:
+        return self.replicas[0].model_capabilities
+
+    def __repr__(self) -> str:
+        return f"DataParallel({len(self.replicas)} x {self.replicas[0]!r})"
+
+    def _kv(self, kv_cache: list, r: int) -> list:
+        # A replica sees its cache as a one-replica cache; the view is kept so a decode trace keyed on the cache
+        # object is captured once per replica, not per call.
+        layers = kv_cache[r]
+        view = self._kv_views.get(id(layers))
+        if view is None or view[0] is not layers:
+            view = self._kv_views[id(layers)] = [layers]
+        return view
+
+    # ---------------- the contract ----------------
+    def get_max_tokens_all_users(self, *args: Any, **kwargs: Any) -> int:
+        return self.replicas[0].get_max_tokens_all_users(*args, **kwargs)
+
+    def kv_cache_capacity(self, block_size: int) -> Any:
+        """Every replica holds every block id, so the smallest replica bounds the block count."""
+        caps = [r.kv_cache_capacity(block_size) for r in self.replicas]
+        return min(caps, key=lambda c: c.blocks)
+
+    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
+        """kv_cache[replica][layer] = [K, V] on that replica's submesh."""
+        return [r.allocate_kv_cache(kv_cache_shape, dtype, num_layers)[0] for r in self.replicas]
+
+    def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
+                        sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
+                        start_pos: Any = None, **kw: Any) -> torch.Tensor:
+        n = tokens.shape[0]
+        slots = [int(s) for s in empty_slots] if empty_slots is not None else list(range(n))
+        if len(slots) != n:
+            raise ValueError(f"empty_slots names {len(slots)} slots for {n} prompts")
+        bad = [s for s in slots if not 0 <= s < self.max_batch_size]
+        if bad:
+            raise ValueError(f"empty_slots {bad} outside 0..{self.max_batch_size - 1}")
+        lens = [int(x) for x in prompt_lens]
+        starts = [int(x) for x in start_pos] if start_pos is not None else None
+        out: list[Any] = [None] * n
+        for r, replica in enumerate(self.replicas):
+            rows = [i for i, s in enumerate(slots) if s // self.per_replica == r]
+            if not rows:
+                continue
+            res = replica.prefill_forward(
+                tokens[rows], page_table[rows], self._kv(kv_cache, r), [lens[i] for i in rows],
+                sampling_params=sampling_params, empty_slots=[slots[i] % self.per_replica for i in rows],
+                start_pos=[starts[i] for i in rows] if starts is not None else None, **kw)
+            for j, i in enumerate(rows):
+                out[i] = res[j]
+        return torch.stack(out)
+
+    def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
+                       kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
+                       sampling_params: TTSamplingParams | None = None, **kw: Any) -> Any:
+        if tokens.shape[0] != self.max_batch_size:
+            raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got "
+                             f"{tokens.shape[0]}")
+        outs = []
+        for r, replica in enumerate(self.replicas):
+            lo, hi = r * self.per_replica, (r + 1) * self.per_replica
+            outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[lo:hi],
+                                               self._kv(kv_cache, r), enable_trace, read_from_device,
+                                               _split_params(sampling_params, lo, hi), **kw))
+        return torch.cat(outs) if read_from_device else outs
+
+    def read_decode_output(self, tt_out: list, async_read: bool = False) -> tuple[list, bool, int]:
+        reads = [r.read_decode_output(o, async_read) for r, o in zip(self.replicas, tt_out, strict=True)]
+        return [x[0] for x in reads], reads[0][1], sum(x[2] for x in reads)
+
+    def process_decode_output_host(self, host_out: list, is_tokens: bool = False, users: int | None = None) -> Any:
+        parts = [r.process_decode_output_host(h, is_tokens) for r, h in zip(self.replicas, host_out, strict=True)]
+        out = torch.cat(parts)
+        return out[:users] if users is not None else out
+
+    def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
+        for r, replica in enumerate(self.replicas):
+            replica.warmup_model_prefill(self._kv(kv_cache, r), enable_trace, sampling_params)
+
+    def warmup_model_decode(self, kv_cache: list, enable_trace: bool, max_batch_size: int, num_blocks: int,
+                            sampling_params: Any = None, **kw: Any) -> None:
+        if max_batch_size != self.max_batch_size:
+            raise ValueError(f"warmup at batch {max_batch_size}, but the replicas decode {self.max_batch_size}")
+        for r, replica in enumerate(self.replicas):
+            replica.warmup_model_decode(self._kv(kv_cache, r), enable_trace, self.per_replica, num_blocks,
+                                        sampling_params, **kw)
+
+    def release(self) -> None:
+        for replica in self.replicas:
+            replica.release()
