@@ -34,6 +34,9 @@ num_cores_to_corerangeset_in_subcoregrids Tile DispatchCoreConfig MeshCoordinate
 CoreGrid ShardSpec Tensor MatmulMultiCoreReuseProgramConfig MatmulMultiCoreReuseMultiCastProgramConfig
 MatmulMultiCoreReuseMultiCast1DProgramConfig MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig SDPAProgramConfig
 LayerNormShardedMultiCoreProgramConfig LayerNormDefaultProgramConfig UnaryWithParam
+all_gather reduce_scatter all_reduce Topology FabricConfig FabricReliabilityMode FabricTensixConfig FabricUDMMode
+FabricManagerMode set_fabric_config get_fabric_config create_global_semaphore reset_global_semaphore_value
+experimental.all_gather_async experimental.reduce_scatter_minimal_async experimental.all_reduce_async ReduceType
 """.split()
 CONSTANTS = """
 TILE_LAYOUT ROW_MAJOR_LAYOUT bfloat16 float32 uint32 int32 bfloat8_b bfloat4_b DRAM_MEMORY_CONFIG L1_MEMORY_CONFIG
@@ -43,6 +46,11 @@ StorageType.DEVICE BufferType.DRAM BufferType.L1 TensorMemoryLayout.INTERLEAVED 
 TensorMemoryLayout.WIDTH_SHARDED TensorMemoryLayout.BLOCK_SHARDED ShardOrientation.ROW_MAJOR ShardOrientation.COL_MAJOR
 ShardStrategy.HEIGHT ShardStrategy.WIDTH ShardStrategy.BLOCK L1_HEIGHT_SHARDED_MEMORY_CONFIG
 L1_WIDTH_SHARDED_MEMORY_CONFIG L1_BLOCK_SHARDED_MEMORY_CONFIG uint16 uint8
+Topology.Linear Topology.Ring Topology.Mesh Topology.Torus FabricConfig.DISABLED FabricConfig.FABRIC_1D
+FabricConfig.FABRIC_1D_RING FabricConfig.FABRIC_1D_NEIGHBOR_EXCHANGE FabricConfig.FABRIC_2D
+FabricConfig.FABRIC_2D_TORUS_X
+FabricConfig.FABRIC_2D_TORUS_Y FabricConfig.FABRIC_2D_TORUS_XY FabricConfig.CUSTOM FabricReliabilityMode.STRICT_INIT
+FabricReliabilityMode.RELAXED_INIT FabricTensixConfig.DISABLED FabricTensixConfig.MUX ReduceType.Sum
 """.split()
 # Methods and properties real callers use on the objects ops return (recorded as present or not).
 METHODS = {

@@ -5,6 +5,22 @@ semantics, trace capture/replay), so model code runs here unchanged and on hardw
 """
 
 from . import experimental, transformer
+from .ccl import (
+    FabricConfig,
+    FabricManagerMode,
+    FabricReliabilityMode,
+    FabricTensixConfig,
+    FabricUDMMode,
+    ReduceType,
+    Topology,
+    all_gather,
+    all_reduce,
+    create_global_semaphore,
+    get_fabric_config,
+    reduce_scatter,
+    reset_global_semaphore_value,
+    set_fabric_config,
+)
 from .conversion import (
     ConcatMesh2dToTensor,
     ConcatMeshToTensor,

@@ -1,0 +1,558 @@
+"""Collective communication across the chips of a mesh: all_gather, reduce_scatter, all_reduce (and the experimental
+async variants that take global semaphores), with the fabric configuration they need.
+
+A device tensor on a MeshDevice holds one buffer per chip, in row-major mesh order (chip r * cols + c). A collective
+over `cluster_axis` works within each line of chips along that mesh axis (axis 0: a column of chips, axis 1: a row);
+without it, over every chip of the mesh. Each chip's result is computed from the buffers of its line, so a tensor
+sharded the wrong way gives the wrong numbers, as on hardware; sums accumulate in fp32 and are rounded once into the
+output dtype (reduce_scatter runs with fp32 accumulation on the device).
+
+What ttnn 0.81.1 does (probed on mock N300 / T3K meshes, /work/notes/ccl_probe.md): every collective needs the fabric
+(ttnn.set_fabric_config before the mesh is opened); all_gather refuses a single-chip line and, on a 1-D fabric, a 2-D
+mesh without cluster_axis; reduce_scatter needs the scatter dim to split evenly (whole tiles on the two tiled dims).
+"""
+
+from __future__ import annotations
+
+import enum
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from . import device as _device
+from .compute import f32, output, per_device
+from .device import MeshDevice
+from .errors import TTError, refuse_options
+from .memory import BufferType, MemoryConfig
+from .tensor import Tensor, require_device
+from .trace import device_op
+from .types import TILE_SIZE, DataType, Layout
+
+
+# --- enums and the fabric configuration ---
+class Topology(enum.Enum):
+    """ttnn.Topology (ttnn._ttnn.operations.ccl.Topology): how the chips of a collective are connected."""
+
+    Ring = 2
+    Linear = 1
+    Mesh = 3
+    Torus = 4
+
+    def __repr__(self) -> str:
+        return f"Topology.{self.name}"
+
+
+class FabricConfig(enum.Enum):
+    """ttnn.FabricConfig: the chip-to-chip fabric set up when a mesh opens."""
+
+    DISABLED = 0
+    FABRIC_1D = 2
+    FABRIC_1D_RING = 3
+    FABRIC_1D_NEIGHBOR_EXCHANGE = 1
+    FABRIC_2D = 4
+    FABRIC_2D_TORUS_XY = 7
+    FABRIC_2D_TORUS_X = 5
+    FABRIC_2D_TORUS_Y = 6
+    CUSTOM = 8
+
+    def __repr__(self) -> str:
+        return f"FabricConfig.{self.name}"
+
+
+class FabricReliabilityMode(enum.Enum):
+    STRICT_INIT = 0
+    RELAXED_INIT = 1
+    DYNAMIC_RECONFIG = 2
+
+    def __repr__(self) -> str:
+        return f"FabricReliabilityMode.{self.name}"
+
+
+class FabricTensixConfig(enum.Enum):
+    DISABLED = 0
+    MUX = 1
+
+    def __repr__(self) -> str:
+        return f"FabricTensixConfig.{self.name}"
+
+
+class FabricUDMMode(enum.Enum):
+    DISABLED = 0
+    ENABLED = 1
+
+    def __repr__(self) -> str:
+        return f"FabricUDMMode.{self.name}"
+
+
+class FabricManagerMode(enum.Enum):
+    ENABLED = 0
+    INIT_FABRIC = 1
+    TERMINATE_FABRIC = 2
+    DEFAULT = 3
+
+    def __repr__(self) -> str:
+        return f"FabricManagerMode.{self.name}"
+
+
+class ReduceType(enum.Enum):
+    """ttnn.ReduceType (ttnn._ttnn.operations.reduction): the math_op of experimental.all_reduce_async."""
+
+    Sum = 0
+    Mean = 1
+    Max = 2
+    Min = 3
+    Std = 4
+    Var = 5
+    Prod = 6
+
+    def __repr__(self) -> str:
+        return f"ReduceType.{self.name}"
+
+
+_2D_FABRICS = (FabricConfig.FABRIC_2D, FabricConfig.FABRIC_2D_TORUS_X, FabricConfig.FABRIC_2D_TORUS_Y,
+               FabricConfig.FABRIC_2D_TORUS_XY)
+_fabric = FabricConfig.DISABLED
+# Meshes keep the fabric they opened with: set_fabric_config(DISABLED) while they are open does not tear it down.
+_kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def set_fabric_config(
+    config: FabricConfig,
+    reliability_mode: FabricReliabilityMode = FabricReliabilityMode.STRICT_INIT,
+    num_planes: int | None = None,
+    fabric_tensix_config: FabricTensixConfig = FabricTensixConfig.DISABLED,
+    fabric_udm_mode: FabricUDMMode = FabricUDMMode.DISABLED,
+    fabric_manager_mode: FabricManagerMode = FabricManagerMode.DEFAULT,
+    router_config: Any = None,
+) -> None:
+    """Select the fabric the meshes opened from now on set up (process-wide, like tt-metal's): before opening the
+    mesh, and back to FabricConfig.DISABLED after closing it. As in ttnn 0.81.1 (tt_metal/impl/context/
+    metal_env.cpp), only DISABLED may be set while a device is open, and the open meshes keep their fabric."""
+    global _fabric
+    if not isinstance(config, FabricConfig):
+        raise TTError("set_fabric_config", f"config must be a ttnn.FabricConfig, got {config!r}")
+    open_now = [d for d in _device._open if d.is_open]
+    if open_now and config is not FabricConfig.DISABLED:
+        raise TTError("set_fabric_config", f"SetFabricConfig({config.name}) is not allowed while devices are still "
+                                           f"open: it would reinitialize the control plane underneath running fabric "
+                                           f"kernels and dangle the ControlPlane& held by the fabric firmware "
+                                           f"initializer. Close the mesh device before changing the fabric config to "
+                                           f"a non-DISABLED value.")
+    for d in open_now:
+        _kept.setdefault(d, _fabric)
+    _fabric = config
+
+
+def get_fabric_config() -> FabricConfig:
+    return _fabric
+
+
+class GlobalSemaphore:
+    """What ttnn.create_global_semaphore returns: a semaphore at one L1 address on a set of cores of every chip.
+    The simulator's collectives run synchronously, so it only records where it lives."""
+
+    def __init__(self, mesh_device: MeshDevice, cores: Any, initial_value: int, buffer_type: BufferType) -> None:
+        self.mesh_device = mesh_device
+        self.cores = cores
+        self.value = int(initial_value)
+        self.buffer_type = buffer_type
+
+
+def create_global_semaphore(mesh_device: MeshDevice, cores: Any, initial_value: int,
+                            buffer_type: BufferType = BufferType.L1) -> GlobalSemaphore:
+    if not isinstance(mesh_device, MeshDevice):
+        raise TTError("create_global_semaphore", f"mesh_device must be a MeshDevice, got {type(mesh_device).__name__}")
+    mesh_device.check_open("create_global_semaphore")
+    return GlobalSemaphore(mesh_device, cores, initial_value, buffer_type)
+
+
+def reset_global_semaphore_value(global_semaphore: GlobalSemaphore, reset_value: int) -> None:
+    global_semaphore.value = int(reset_value)
+
+
+# --- which chips take part ---
+_ASYNC_WITHOUT_FABRIC = ("experimental.all_gather_async", "experimental.all_reduce_async")
+
+
+def _fabric_of(dev: MeshDevice) -> FabricConfig:
+    return _kept.get(dev, _fabric)
+
+
+def _require_fabric(op: str, dev: MeshDevice) -> None:
+    if _fabric_of(dev) is FabricConfig.DISABLED and op in _ASYNC_WITHOUT_FABRIC:
+        # ttnn/cpp/ttnn/operations/ccl/ccl_common.cpp: these pick their topology from the fabric config first.
+        raise TTError(op, "Unsupported fabric config (no fabric: call ttnn.set_fabric_config(ttnn.FabricConfig."
+                          "FABRIC_1D) before ttnn.open_mesh_device)")
+    if _fabric_of(dev) is FabricConfig.DISABLED:
+        # tt_metal/fabric/control_plane.cpp: the fabric context exists only when the mesh opened with a fabric.
+        raise TTError(op, "Trying to get un-initialized fabric context (call ttnn.set_fabric_config(ttnn.FabricConfig."
+                          "FABRIC_1D) before ttnn.open_mesh_device)")
+
+
+def _lines(op: str, dev: MeshDevice, cluster_axis: int | None) -> list[list[int]]:
+    """The lines of chips (mesh indices, in mesh order) a collective runs within: one per chip along the other
+    axis, or the whole mesh when cluster_axis is None."""
+    rows, cols = dev.shape
+    if cluster_axis is None:
+        return [list(range(rows * cols))]
+    if isinstance(cluster_axis, bool) or not isinstance(cluster_axis, int) or cluster_axis < 0:
+        raise TTError(op, f"cluster_axis must be a non-negative int or None, got {cluster_axis!r}")
+    if cluster_axis > 1:
+        raise TTError(op, f"ShapeBase[] index out of range. {cluster_axis} not in [-4, 2)")
+    if cluster_axis == 0:
+        return [[r * cols + c for r in range(rows)] for c in range(cols)]
+    return [[r * cols + c for c in range(cols)] for r in range(rows)]
+
+
+def _line_of(lines: list[list[int]], n: int) -> list[tuple[list[int], int]]:
+    """Per chip: its line and its position in it."""
+    where: list[tuple[list[int], int]] = [([], 0)] * n
+    for line in lines:
+        for pos, chip in enumerate(line):
+            where[chip] = (line, pos)
+    return where
+
+
+def _check_shards(op: str, t: Tensor) -> None:
+    """A collective moves whole per-chip buffers: every chip must hold a buffer of the tensor's shape."""
+    shapes = {tuple(s.shape) for s in t._shards}
+    if len(shapes) > 1:
+        raise TTError(op, f"the input's per-device shards have inconsistent shapes {sorted(shapes)}: a collective "
+                          f"needs the same shape on every device")
+    if t.num_shards != t.device_or_none.get_num_devices():
+        raise TTError(op, f"the input has {t.num_shards} shards for {t.device_or_none.get_num_devices()} devices")
+
+
+def _normalize_dim(op: str, dim: int, rank: int) -> int:
+    """tt_metal/common/shape.cpp get_normalized_index."""
+    d = dim + rank if dim < 0 else dim
+    if not 0 <= d < rank:
+        raise TTError(op, f"Index is out of bounds for the rank, should be between 0 and {rank - 1} however is {d}")
+    return d
+
+
+class _MeshBuffers:
+    """Every chip's buffer of one tensor, handed to each chip's computation (a collective reads the other chips').
+    Holds the tensor's shard list itself, which trace replay refreshes in place."""
+
+    __slots__ = ("shards",)
+
+    def __init__(self, t: Tensor) -> None:
+        self.shards = t._shards
+
+    def __repr__(self) -> str:
+        return "_MeshBuffers"
+
+
+_CHIP_INDEX: dict[int, Tensor] = {}
+
+
+def _chip_index(n: int) -> Tensor:
+    """A host tensor whose buffer on chip i is the scalar i: tells each chip's computation which chip it is."""
+    t = _CHIP_INDEX.get(n)
+    if t is None:
+        t = Tensor.make([torch.tensor(i, dtype=torch.int32) for i in range(n)], DataType.INT32, Layout.ROW_MAJOR,
+                        None)
+        _CHIP_INDEX[n] = t
+    return t
+
+
+def _gather_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list, dim: int) -> torch.Tensor:
+    line, _ = where[int(chip)]
+    return torch.cat([mesh.shards[j] for j in line], dim=dim)
+
+
+def _sum_line(mesh: _MeshBuffers, line: list[int]) -> torch.Tensor:
+    total = f32(mesh.shards[line[0]]).clone()
+    for j in line[1:]:
+        total += f32(mesh.shards[j])
+    return total
+
+
+def _reduce_scatter_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list, dim: int) -> torch.Tensor:
+    line, pos = where[int(chip)]
+    total = _sum_line(mesh, line)
+    size = total.shape[dim] // len(line)
+    return total.narrow(dim, pos * size, size)
+
+
+def _all_reduce_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list) -> torch.Tensor:
+    line, _ = where[int(chip)]
+    return _sum_line(mesh, line)
+
+
+def _ring_size(lines: list[list[int]]) -> int:
+    return len(lines[0])
+
+
+_ELEMENT_BYTES = {DataType.BFLOAT16: 2, DataType.FLOAT32: 4, DataType.UINT32: 4, DataType.INT32: 4,
+                  DataType.UINT16: 2, DataType.UINT8: 1}
+
+
+# --- the collectives ---
+@device_op(kernel_replay=True)
+def all_gather(
+    input_tensor: Tensor,
+    dim: int,
+    *,
+    cluster_axis: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    subdevice_id: Any = None,
+    sub_core_grids: Any = None,
+    num_links: int | None = None,
+    topology: Topology | None = None,
+    chunks_per_sync: int | None = None,
+    num_workers_per_link: int | None = None,
+    num_buffers_per_channel: int | None = None,
+    use_l1_small_for_semaphores: bool = False,
+) -> Tensor:
+    """Every chip of a line gets the concatenation, along dim, of the line's buffers in mesh order."""
+    refuse_options("all_gather", output_tensor=output_tensor)
+    return _all_gather("all_gather", input_tensor, dim, cluster_axis, memory_config)
+
+
+def _all_gather(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | None, memory_config: Any) -> Tensor:
+    dev = require_device(op, input_tensor)
+    if not isinstance(dim, int):
+        raise TTError(op, f"dim must be an int, got {dim!r}")
+    rank = len(input_tensor.shape)
+    # ttnn/cpp/ttnn/operations/ccl/all_gather/all_gather.cpp, before any fabric access.
+    if not -rank <= dim < rank:
+        raise TTError(op, f"Invalid gather dim {dim} for {rank}D input tensor")
+    _require_fabric(op, dev)
+    _check_shards(op, input_tensor)
+    lines = _lines(op, dev, cluster_axis)
+    # ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp
+    if _ring_size(lines) <= 1:
+        raise TTError(op, f"all_gather collective will only work for num_devices > 1, got {_ring_size(lines)}")
+    rows, cols = dev.shape
+    if _fabric_of(dev) not in _2D_FABRICS and cluster_axis is None and rows > 1 and cols > 1:
+        raise TTError(op, "1D fabric on a 2D mesh_device requires cluster_axis to be set")
+    d = dim % rank
+    where = _line_of(lines, input_tensor.num_shards)
+    shards = per_device(_gather_kernel, _chip_index(input_tensor.num_shards), _MeshBuffers(input_tensor), where, d)
+    return output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+
+
+def _normalize_dim_4d(dim: int, rank: int) -> int:
+    """Where dim of a rank-`rank` tensor falls in the device's 4-D view (composite_common::normalize_dim_4d)."""
+    if rank == 2:
+        return dim + 2
+    diff = rank - 4
+    return dim if dim < abs(diff) else dim - diff
+
+
+def _check_scatter_dim(op: str, t: Tensor, dev: MeshDevice, dim: int, ring: int, num_links: int | None) -> None:
+    """ttnn/cpp/ttnn/operations/experimental/ccl/reduce_scatter_common/reduce_scatter_validate_utils.cpp, in the
+    device's order. The op pads a dim that splits evenly but not into whole tiles (the composite path), so the
+    checks below meet only a dim whose logical size does not split over the chips."""
+    shape = tuple(t.shape)
+    rank = len(shape)
+    if num_links is not None and num_links <= 0:
+        raise TTError(op, "num_links must be greater than 0")
+    if rank <= 1:
+        raise TTError(op, "reduce_scatter currently supports rank 2 tensors at minimum")
+    if shape[dim] % ring == 0:
+        return
+    if t.layout == Layout.ROW_MAJOR:
+        mc = t.memory_config()
+        align = dev.chip.l1_alignment if mc.buffer_type == BufferType.L1 else dev.chip.dram_alignment
+        if shape[-1] * _ELEMENT_BYTES.get(t.dtype, 2) % align:
+            raise TTError(op, "reduce_scatter currently requires aligned pages")
+    dim4 = _normalize_dim_4d(dim, rank)
+    padded = list(t.padded_shape) if t.layout == Layout.TILE else list(shape)
+    if dim4 in (2, 3):
+        if (padded[dim] // TILE_SIZE) % ring:
+            raise TTError(op, f"Number of tiles at dimension {dim} must be divisible by ring_size")
+    elif padded[dim] % ring:
+        raise TTError(op, f"Dimension {dim} must be divisible by ring_size")
+    # The device accepts a tiled dim of whole tiles whose logical size does not split (e.g. 33 over 2 chips) and
+    # returns a truncated slice (logical size // chips) of padded data; the simulator refuses it.
+    raise TTError(op, f"dim {dim} of logical size {shape[dim]} does not split evenly over {ring} devices (the device "
+                      f"returns a truncated slice of size {shape[dim] // ring} holding tile padding; not simulated)")
+
+
+def _reduce_scatter(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | None, memory_config: Any,
+                    num_links: int | None) -> Tensor:
+    dev = require_device(op, input_tensor)
+    rank = len(input_tensor.shape)
+    if not isinstance(dim, int):
+        raise TTError(op, f"dim must be an int, got {dim!r}")
+    d = _normalize_dim(op, dim, rank)
+    _require_fabric(op, dev)
+    _check_shards(op, input_tensor)
+    lines = _lines(op, dev, cluster_axis)
+    ring = _ring_size(lines)
+    _check_scatter_dim(op, input_tensor, dev, d, ring, num_links)
+    if ring <= 1:
+        # ttnn/cpp/ttnn/operations/ccl/reduce_scatter/device/reduce_scatter_program_factory.cpp: no neighbour.
+        raise TTError(op, "DEBUG: forward_coord or backward_coord is null (a reduce over a single device)")
+    where = _line_of(lines, input_tensor.num_shards)
+    shards = per_device(_reduce_scatter_kernel, _chip_index(input_tensor.num_shards), _MeshBuffers(input_tensor),
+                        where, d)
+    return output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+
+
+@device_op(kernel_replay=True)
+def reduce_scatter(
+    input_tensor: Tensor,
+    dim: int,
+    *,
+    cluster_axis: int | None = None,
+    subdevice_id: Any = None,
+    memory_config: MemoryConfig | None = None,
+    intermediate_memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    num_links: int | None = None,
+    topology: Topology | None = None,
+    chunks_per_sync: int | None = None,
+    num_workers_per_link: int | None = None,
+    num_buffers_per_channel: int | None = None,
+    compute_kernel_config: Any = None,
+    use_l1_small_for_semaphores: bool = False,
+) -> Tensor:
+    """The sum over a line of chips, split along dim: the chip at position i of the line gets the i-th slice.
+    Without cluster_axis on a 2-D mesh the whole mesh is one line (the real op scatters over axis 0, then axis 1,
+    which leaves the same slice on each chip)."""
+    refuse_options("reduce_scatter", output_tensor=output_tensor)
+    return _reduce_scatter("reduce_scatter", input_tensor, dim, cluster_axis, memory_config, num_links)
+
+
+def _all_reduce(op: str, input_tensor: Tensor, cluster_axis: int | None, memory_config: Any) -> Tensor:
+    dev = require_device(op, input_tensor)
+    _require_fabric(op, dev)
+    _check_shards(op, input_tensor)
+    lines = _lines(op, dev, cluster_axis)
+    if _ring_size(lines) <= 1:
+        raise TTError(op, "DEBUG: forward_coord or backward_coord is null (a reduce over a single device)")
+    where = _line_of(lines, input_tensor.num_shards)
+    shards = per_device(_all_reduce_kernel, _chip_index(input_tensor.num_shards), _MeshBuffers(input_tensor), where)
+    return output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+
+
+@device_op(kernel_replay=True)
+def all_reduce(
+    input_tensor: Tensor,
+    *,
+    cluster_axis: int | None = None,
+    subdevice_id: Any = None,
+    memory_config: MemoryConfig | None = None,
+    num_links: int | None = None,
+    topology: Topology | None = None,
+) -> Tensor:
+    """Every chip of a line gets the sum of the line's buffers."""
+    return _all_reduce("all_reduce", input_tensor, cluster_axis, memory_config)
+
+
+# --- ttnn.experimental: the async variants (global semaphores; synchronous here) ---
+def _require_semaphores(op: str, sems: Any) -> None:
+    items = list(sems) if isinstance(sems, (list, tuple)) else [sems]
+    if not items or any(not isinstance(s, GlobalSemaphore) for s in items):
+        raise TTError(op, f"multi_device_global_semaphore must be global semaphore(s) from "
+                          f"ttnn.create_global_semaphore, got {sems!r}")
+
+
+@device_op(kernel_replay=True)
+def all_gather_async(
+    input_tensor: Tensor,
+    dim: Any = None,
+    multi_device_global_semaphore: Any = None,
+    *rest: Any,
+    num_links: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    topology: Topology = Topology.Ring,
+    subdevice_id: Any = None,
+    use_optimal_ccl_for_llama: bool = False,
+    barrier_semaphore: Any = None,
+    sub_core_grids: Any = None,
+    num_workers_per_link: int | None = None,
+    num_buffers_per_channel: int | None = None,
+    persistent_output_buffer: Tensor | None = None,
+    cluster_axis: int | None = None,
+    use_broadcast: bool = False,
+    chunks_per_sync: int | None = None,
+) -> Tensor:
+    """ttnn.experimental.all_gather_async: all_gather with the caller's semaphores. Both the (input_tensor, dim,
+    multi_device_global_semaphore) and the (input_tensor, persistent_output_buffer, dim,
+    multi_device_global_semaphore) overloads are accepted."""
+    op = "experimental.all_gather_async"
+    if rest or dim is None or isinstance(dim, Tensor):  # the persistent-output-buffer overload, positionally
+        persistent_output_buffer = dim if isinstance(dim, Tensor) else persistent_output_buffer
+        dim, multi_device_global_semaphore = multi_device_global_semaphore, (rest[0] if rest else None)
+    refuse_options(op, persistent_output_buffer=persistent_output_buffer)
+    _require_semaphores(op, multi_device_global_semaphore)
+    return _all_gather(op, input_tensor, dim, cluster_axis, memory_config)
+
+
+@device_op(kernel_replay=True)
+def reduce_scatter_minimal_async(
+    input_tensor: Tensor,
+    persistent_output_buffers: Sequence[Tensor] | None = None,
+    dim: int | None = None,
+    multi_device_global_semaphore: Any = None,
+    *,
+    barrier_semaphore: Any = None,
+    num_links: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    intermediate_memory_config: MemoryConfig | None = None,
+    topology: Topology = Topology.Ring,
+    subdevice_id: Any = None,
+    cluster_axis: int | None = None,
+    chunks_per_sync: int | None = None,
+    num_workers_per_link: int | None = None,
+    num_buffers_per_channel: int | None = None,
+    compute_kernel_config: Any = None,
+) -> Tensor:
+    op = "experimental.reduce_scatter_minimal_async"
+    if not isinstance(dim, int):
+        raise TTError(op, f"dim must be an int, got {dim!r}")
+    refuse_options(op, persistent_output_buffers=persistent_output_buffers)
+    _require_semaphores(op, multi_device_global_semaphore)
+    return _reduce_scatter(op, input_tensor, dim, cluster_axis, memory_config, num_links)
+
+
+@device_op(kernel_replay=True)
+def all_reduce_async(
+    input_tensor: Tensor,
+    cluster_axis: int | None = None,
+    mesh_device: MeshDevice | None = None,
+    barrier_semaphores: Sequence[GlobalSemaphore] | None = None,
+    rs_global_semaphores: Sequence[GlobalSemaphore] | None = None,
+    ag_global_semaphores: Sequence[GlobalSemaphore] | None = None,
+    math_op: Any = None,
+    *,
+    memory_config: MemoryConfig | None = None,
+    topology: Topology | None = Topology.Linear,
+    num_links: int | None = None,
+    subdevice_id: Any = None,
+) -> Tensor:
+    """ttnn.experimental.all_reduce_async, the (input_tensor, cluster_axis, mesh_device, semaphores..., math_op)
+    overload ttnn.all_reduce runs; only ReduceType.Sum is simulated."""
+    op = "experimental.all_reduce_async"
+    if math_op is not ReduceType.Sum:
+        raise TTError(op, f"math_op {math_op!r} is not supported by the simulator (only ttnn.ReduceType.Sum)")
+    if mesh_device is not None and input_tensor.device_or_none is not mesh_device:
+        raise TTError(op, "input_tensor is not on mesh_device")
+    return _all_reduce(op, input_tensor, cluster_axis, memory_config)
+
+
+__all__ = [
+    "FabricConfig",
+    "FabricManagerMode",
+    "FabricReliabilityMode",
+    "FabricTensixConfig",
+    "FabricUDMMode",
+    "GlobalSemaphore",
+    "ReduceType",
+    "Topology",
+    "all_gather",
+    "all_reduce",
+    "create_global_semaphore",
+    "get_fabric_config",
+    "reduce_scatter",
+    "reset_global_semaphore_value",
+    "set_fabric_config",
+]
