@@ -49,7 +49,10 @@ def families() -> list[str]:
     return [*FAMILIES, "smollm2"]
 
 
-def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path, max_seq_len: int) -> Outcome:
+def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path, max_seq_len: int,
+              data_parallel: int = 1) -> Outcome:
+    """The vLLM contract's phases on `mesh`; data_parallel > 1 runs that many replicas on its submeshes, BATCH users
+    each (the cached prefill lands in the last replica's last slot)."""
     from transformers import AutoConfig
 
     from generator_vllm import TT_CLASSES
@@ -60,12 +63,13 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
     state: dict[str, Any] = {}
     cfg = AutoConfig.from_pretrained(model_dir)
     cls = TT_CLASSES[cfg.architectures[0]]
+    users = BATCH * data_parallel
     width = -(-max_seq_len // BLOCK)
-    num_blocks = BATCH * width + 1  # every user at full length, plus vLLM's null block 0
+    num_blocks = BATCH * width + 1  # every user of a replica at full length, plus vLLM's null block 0
 
     def init() -> None:
-        state["m"] = cls.initialize_vllm_model(cfg, mesh, max_batch_size=BATCH, max_seq_len=max_seq_len,
-                                               optimizations=profile)
+        state["m"] = cls.initialize_vllm_model(cfg, mesh, max_batch_size=users, max_seq_len=max_seq_len,
+                                               optimizations=profile, tt_data_parallel=data_parallel)
 
     def kv() -> None:
         a = state["m"].model.args
@@ -75,21 +79,22 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
     def warmup() -> None:
         state["m"].warmup_model_prefill(state["kv"], enable_trace=False)
 
-    def table(users: int) -> torch.Tensor:
-        return (torch.arange(users * width, dtype=torch.int32).reshape(users, width) + 1)
+    def table(rows: int) -> torch.Tensor:
+        # Each replica's users use every block of its own cache (block ids repeat across replicas, as in vLLM).
+        return (torch.arange(rows * width, dtype=torch.int32).reshape(rows, width) % (BATCH * width) + 1)
 
     def cached_prefill() -> None:
         # Two blocks are already cached; the rest of a 200-token prompt goes through the chunked (prefix) path.
         n = min(200, max_seq_len - 1)
         tokens = torch.randint(0, cfg.vocab_size, (1, n), dtype=torch.int32)
         state["m"].prefill_forward(tokens, table(1), state["kv"], [n], start_pos=[min(2 * BLOCK, n - 1) // BLOCK
-                                                                                   * BLOCK])
+                                                                                   * BLOCK], empty_slots=[users - 1])
 
     def decode_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        tokens = torch.randint(0, cfg.vocab_size, (BATCH, 1), dtype=torch.int32)
-        pos = torch.arange(BATCH, dtype=torch.int32) * 7 + 5
+        tokens = torch.randint(0, cfg.vocab_size, (users, 1), dtype=torch.int32)
+        pos = torch.arange(users, dtype=torch.int32) % BATCH * 7 + 5
         pos[1::3] = -1  # empty slots
-        return tokens, pos, table(BATCH)
+        return tokens, pos, table(users)
 
     def decode() -> None:
         tokens, pos, pt = decode_inputs()
@@ -97,7 +102,7 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
 
     def decode_argmax() -> None:
         tokens, pos, pt = decode_inputs()
-        greedy = TTSamplingParams(temperature=[0.0] * BATCH, top_k=[1] * BATCH, top_p=[1.0] * BATCH)
+        greedy = TTSamplingParams(temperature=[0.0] * users, top_k=[1] * users, top_p=[1.0] * users)
         state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=greedy)
 
     plan: list[tuple[str, Callable[[], None], tuple[str, ...]]] = [
