@@ -144,10 +144,11 @@ class Generator:
         return self.process_decode_output_host(*self.read_decode_output(result)) if read_from_device else result
 
     def _capture(self, key: tuple, host_inputs: list[Any], kv_cache: list, argmax: bool) -> _DecodeTrace:
-        """Compile run, then capture. Traces for other shapes are released first: one trace per fixed shape."""
-        for old in self._traces.values():
-            ttnn.release_trace(self.mesh_device, old.trace_id)
-        self._traces.clear()
+        """Compile run, then capture. Traces for another shape or cache are released first; the two variants of one
+        shape (logits, on-device argmax) are kept side by side, so a batch switching between device and host
+        sampling replays instead of re-capturing."""
+        for k in [k for k in self._traces if (k[0], k[2]) != (key[0], key[2])]:
+            ttnn.release_trace(self.mesh_device, self._traces.pop(k).trace_id)
         device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
         self._decode_graph(device_inputs, kv_cache, argmax)  # compile run (writes the same cache rows again later)
         tid = ttnn.begin_trace_capture(self.mesh_device, cq_id=0)

@@ -11,6 +11,7 @@ import torch
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec
 from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
+from tt_models.sampling import TTSamplingParams
 from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 from vllm_patches.loader import load_tt_model
 from vllm_patches.model_runner import TTModelRunner
@@ -124,7 +125,13 @@ class TTWorker(WorkerBase):
         if self.tt.enable_model_warmup:
             sampling = [None]
             runner.model.warmup_model_prefill(runner.kv_cache, self.tt.trace_mode == "all", sampling)
-            runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width)
+            # With on-device sampling a step runs either decode trace (device greedy, or logits for the host when a
+            # request needs more): capture both now, so switching never captures while serving.
+            decode_sampling: list = [None]
+            if self.tt.sample_on_device(prefill=False):
+                decode_sampling.append(TTSamplingParams(temperature=[0.0] * runner.max_num_seqs))
+            runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width,
+                                             sampling_params=decode_sampling)
         return CompilationTimes(language_model=time.perf_counter() - t0, encoder=0.0)
 
     # --- steps ---
