@@ -20,6 +20,7 @@ from vllm.v1.core.sched.output import SchedulerOutput
 from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
 from vllm.v1.sample.logits_processor import build_logitsprocs
 from vllm.v1.sample.sampler import Sampler
+from vllm.v1.structured_output.utils import apply_grammar_bitmask
 from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
 from tt_models.sampling import TTSamplingParams
@@ -196,11 +197,13 @@ class TTModelRunner:
     def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput:
         if self._pending is None:
             return EMPTY_MODEL_RUNNER_OUTPUT
-        _, prefill = self._pending
+        so, prefill = self._pending
         self._pending = None
         batch = self.input_batch
         n = batch.num_reqs
-        device_params = self._device_sampling(prefill)
+        # Structured outputs: vLLM's grammar bitmask is applied to the logits on the host, so such a step samples
+        # there (the device's greedy pick could be a token the grammar forbids).
+        device_params = self._device_sampling(prefill) if grammar_output is None else None
         if prefill:
             out = self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=device_params,
                                              **self.prefill_inputs())
@@ -213,7 +216,9 @@ class TTModelRunner:
         if device_params is not None:
             sampled = out.reshape(-1)[:n].tolist()
         else:
-            logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float()
+            logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float().contiguous()
+            if grammar_output is not None:
+                apply_grammar_bitmask(so, grammar_output, batch, logits)
             result = self.sampler(logits, batch.sampling_metadata)
             sampled = result.sampled_token_ids.reshape(-1).tolist()
             if result.logprobs_tensors is not None:

@@ -92,8 +92,6 @@ class TTPlatform(Platform):
             raise ValueError("prompt_logprobs are not supported on TT")
         if params.logprobs is not None and params.logprobs > MAX_LOGPROBS:
             raise ValueError(f"logprobs={params.logprobs}: TT returns at most {MAX_LOGPROBS}")
-        if params.structured_outputs is not None:
-            raise ValueError("structured outputs (guided decoding) are not supported on TT yet")
 
     @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:

@@ -81,3 +81,22 @@ def test_keeps_serving_after_bad_requests(server):
         server.completions.create(model="smollm2", prompt="hi", max_tokens=4, logprobs=50)
     r = server.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=4, temperature=0)
     assert r.choices[0].text.strip()
+
+
+def test_structured_outputs_over_http(server):
+    """response_format json_schema / json_object and structured_outputs choice answer 200 with valid output."""
+    import json
+
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+              "required": ["answer"], "additionalProperties": False}
+    r = server.chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": "Is Paris in France? Reply in JSON."}], max_tokens=30,
+        temperature=0, response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
+    assert json.loads(r.choices[0].message.content)["answer"] in ("yes", "no")
+    r = server.chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": 'Reply with exactly {"ok": true}'}], max_tokens=150,
+        temperature=0, response_format={"type": "json_object"})
+    assert r.choices[0].finish_reason == "stop" and isinstance(json.loads(r.choices[0].message.content), dict)
+    r = server.completions.create(model="smollm2", prompt="Is the sky blue? Answer:", max_tokens=4, temperature=0,
+                                  extra_body={"structured_outputs": {"choice": ["yes", "no"]}})
+    assert r.choices[0].text in ("yes", "no")
