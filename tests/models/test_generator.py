@@ -186,3 +186,23 @@ def test_converted_weights_are_cached_on_disk(mesh_device, tiny_root, monkeypatc
     from tt_models.backend import ttnn
 
     assert torch.equal(ttnn.to_torch(first.model.layers[1].mlp.w2), ttnn.to_torch(second.model.layers[1].mlp.w2))
+
+
+def test_prefix_cache_hit_equals_cold_prefill_with_block_float_cache(mesh_device, tiny_root):
+    """With a bfloat8_b KV cache a cold prefill must attend to K/V as rounded into the cache, as a prefix-cache hit
+    (chunked SDPA over the cache) and decode do; attending to unrounded K/V made greedy output depend on the cache
+    state (log-probs differed by up to 0.37 on SmolLM2)."""
+    path = make_tiny_model("llama_gqa", tiny_root)
+    model = TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh_device, BATCH, MAX_SEQ,
+                                                     optimizations="performance")
+    a = model.model.args
+    kv = model.allocate_kv_cache((NUM_BLOCKS, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+    assert kv[0][0][0].dtype.name == "BFLOAT8_B"
+    p = torch.tensor([prompts(1, 150, 151)[0]], dtype=torch.int32)
+    table = (torch.arange(MAX_SEQ // BLOCK) + 1).to(torch.int32)[None]
+    cold = model.prefill_forward(p, table, kv, [p.shape[1]])
+    t2 = table.clone()
+    t2[0, 3:] = torch.arange(MAX_SEQ // BLOCK - 3) + 40  # first 3 blocks (96 tokens) shared, the rest fresh
+    hit = model.prefill_forward(p, t2, kv, [p.shape[1]], start_pos=[96])
+    diff = (torch.log_softmax(cold[0, 0], -1) - torch.log_softmax(hit[0, 0], -1)).abs().max()
+    assert diff < 1e-3, f"log-probs differ by {float(diff):.3g} between a cold prefill and a prefix-cache hit"

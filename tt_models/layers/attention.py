@@ -93,8 +93,11 @@ class Attention:
         k_cache, v_cache = kv_cache
         fill_table = chunk_page_table if chunk_page_table is not None else page_table
         fill_user = 0 if chunk_page_table is not None else user_id
+        cached = []
         for cache, t in ((k_cache, k), (v_cache, v)):
-            t_fill = ttnn.typecast(t, cache.dtype) if t.dtype != cache.dtype else t
+            t_cast = ttnn.typecast(t, cache.dtype) if t.dtype != cache.dtype else t
+            cached.append(t_cast)
+            t_fill = t_cast
             if fill_len is not None and fill_len < t_fill.shape[2]:
                 # Only the rows the user's pages hold; the rest is bucket padding beyond its last block.
                 t_fill = ttnn.slice(t_fill, [0, 0, 0, 0], [1, t_fill.shape[1], fill_len, t_fill.shape[3]])
@@ -105,10 +108,12 @@ class Attention:
                 q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
                 program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
         else:
+            # Attend to K/V as the cache holds them (rounded to its dtype), as a prefix-cache hit's chunked SDPA and
+            # every decode step do: otherwise greedy output would depend on whether the prefix was cached.
             attn = ttnn.transformer.scaled_dot_product_attention(
-                q, k, v, is_causal=True, scale=self.scale, sliding_window_size=a.sliding_window,
+                q, cached[0], cached[1], is_causal=True, scale=self.scale, sliding_window_size=a.sliding_window,
                 program_config=sdpa_prefill(seq, 0, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
-        for t in (q, k, v):
+        for t in {id(t): t for t in (q, k, v, *cached)}.values():
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
         mm = lay.prefill_matmul(seq, a.n_heads * hd, a.dim, out, self.wo, self.prec.residual, k_ops["LI_O_PREFILL"])
