@@ -211,7 +211,9 @@ class TTModelRunner:
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
                                             **self.decode_inputs())
-            out = out[torch.from_numpy(self._slots())]  # slot order -> batch row order
+            slots = self._slots()
+            # Slot order -> batch row order; a plain slice when the rows already sit in slots 0..n-1.
+            out = out[:n] if np.array_equal(slots, np.arange(n)) else out[torch.from_numpy(slots)]
         logprobs = None
         if device_params is not None:
             sampled = out.reshape(-1)[:n].tolist()

@@ -32,7 +32,14 @@ from .types import TILE_SIZE, DataType, Layout
 
 
 # --- enums and the fabric configuration ---
-class Topology(enum.Enum):
+class _Named(enum.Enum):
+    """Enums that print as the real ones do: Topology.Ring, not <Topology.Ring: 2>."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+
+class Topology(_Named):
     """ttnn.Topology (ttnn._ttnn.operations.ccl.Topology): how the chips of a collective are connected."""
 
     Ring = 2
@@ -40,11 +47,8 @@ class Topology(enum.Enum):
     Mesh = 3
     Torus = 4
 
-    def __repr__(self) -> str:
-        return f"Topology.{self.name}"
 
-
-class FabricConfig(enum.Enum):
+class FabricConfig(_Named):
     """ttnn.FabricConfig: the chip-to-chip fabric set up when a mesh opens."""
 
     DISABLED = 0
@@ -57,46 +61,31 @@ class FabricConfig(enum.Enum):
     FABRIC_2D_TORUS_Y = 6
     CUSTOM = 8
 
-    def __repr__(self) -> str:
-        return f"FabricConfig.{self.name}"
 
-
-class FabricReliabilityMode(enum.Enum):
+class FabricReliabilityMode(_Named):
     STRICT_INIT = 0
     RELAXED_INIT = 1
     DYNAMIC_RECONFIG = 2
 
-    def __repr__(self) -> str:
-        return f"FabricReliabilityMode.{self.name}"
 
-
-class FabricTensixConfig(enum.Enum):
+class FabricTensixConfig(_Named):
     DISABLED = 0
     MUX = 1
 
-    def __repr__(self) -> str:
-        return f"FabricTensixConfig.{self.name}"
 
-
-class FabricUDMMode(enum.Enum):
+class FabricUDMMode(_Named):
     DISABLED = 0
     ENABLED = 1
 
-    def __repr__(self) -> str:
-        return f"FabricUDMMode.{self.name}"
 
-
-class FabricManagerMode(enum.Enum):
+class FabricManagerMode(_Named):
     ENABLED = 0
     INIT_FABRIC = 1
     TERMINATE_FABRIC = 2
     DEFAULT = 3
 
-    def __repr__(self) -> str:
-        return f"FabricManagerMode.{self.name}"
 
-
-class ReduceType(enum.Enum):
+class ReduceType(_Named):
     """ttnn.ReduceType (ttnn._ttnn.operations.reduction): the math_op of experimental.all_reduce_async."""
 
     Sum = 0
@@ -106,9 +95,6 @@ class ReduceType(enum.Enum):
     Std = 4
     Var = 5
     Prod = 6
-
-    def __repr__(self) -> str:
-        return f"ReduceType.{self.name}"
 
 
 _2D_FABRICS = (FabricConfig.FABRIC_2D, FabricConfig.FABRIC_2D_TORUS_X, FabricConfig.FABRIC_2D_TORUS_Y,
