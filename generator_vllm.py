@@ -19,9 +19,10 @@ from tt_models.checkpoint import hf_to_meta, load_state_dict
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.data_parallel import DataParallel
 from tt_models.generator import Generator, prefill_bucket
+from tt_models.layers.sampling import device_params
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.sampling import TTSamplingParams, require_device_sampling_support
+from tt_models.sampling import TTSamplingParams, per_user_lists, sampling_mode
 from tt_models.weights import ShapeOnlyWeights, WeightStore, meta_shapes, weight_cache_dir
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ MAX_USERS_PER_DEVICE = 32
 class TTCausalLM(Generator):
     """Shared implementation of the text-only decoder families."""
 
-    model_capabilities = {"supports_prefix_caching": True}
+    model_capabilities = {"supports_prefix_caching": True, "supports_sample_on_device": True}
     architecture = ""
 
     @classmethod
@@ -155,15 +156,27 @@ class TTCausalLM(Generator):
                         sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
                         start_pos: Any = None, **_: Any) -> torch.Tensor:
         logits = self.prefill_forward_text(tokens, page_table, kv_cache, prompt_lens, start_pos, empty_slots)
-        if require_device_sampling_support(sampling_params):
+        mode = sampling_mode(sampling_params)
+        if mode == "sample":
+            raise ValueError("prefill samples greedily on device; other sampling parameters go to the host "
+                             "(sampling_params=None) for the first token")
+        if mode == "argmax":
             return logits[:, 0].argmax(-1)
         return logits
 
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
                        sampling_params: TTSamplingParams | None = None, **_: Any) -> Any:
+        """sampling_params None: logits back; all greedy: token ids by argmax on device; otherwise token ids drawn
+        on device with each user's temperature, top-k (<= 32) and top-p (ttnn.sampling), after reseeding the users
+        whose `seed` entry is set."""
+        mode = sampling_mode(sampling_params)
+        sample = seeds = None
+        if mode == "sample":
+            temperature, top_k, top_p, seeds = per_user_lists(sampling_params, tokens.shape[0])
+            sample = device_params(temperature, top_k, top_p)
         return self.decode_forward_text(tokens, start_pos, page_table, kv_cache, enable_trace, read_from_device,
-                                        argmax_on_device=require_device_sampling_support(sampling_params))
+                                        mode, sample, seeds)
 
     def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
         """Runs every prefill bucket once. The page table points at block 0, vLLM's reserved null block."""

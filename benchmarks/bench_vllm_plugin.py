@@ -3,6 +3,8 @@
     python benchmarks/bench_vllm_plugin.py throughput   # 32 prompts x 64 tokens both ways, same run (target >= 0.9)
     python benchmarks/bench_vllm_plugin.py runner       # host ms per decode step at batch 1/8/32 and several
                                                         # page-table widths (target <= 0.5 ms at batch 32)
+    python benchmarks/bench_vllm_plugin.py sampling     # host ms per decode step at batch 32 of temperature /
+                                                        # top-k / top-p requests: sampled on device vs on the host
 Prints JSON.
 """
 
@@ -70,16 +72,26 @@ def throughput() -> dict:
 
 
 class _InstantModel:
-    """Stands in for the device so only the runner's host work is timed."""
+    """Stands in for the device so only host work is timed: the runner's, and with device sampling the generation
+    class's conversion of the per-user parameters into the op's k / p / 1/T vectors."""
 
     def __init__(self, vocab: int) -> None:
         self.vocab = vocab
 
-    def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor, **_: object):
-        return torch.zeros(tokens.shape[0], 1, self.vocab)
+    def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
+                       sampling_params: object = None, **_: object):
+        from tt_models.layers.sampling import device_params
+        from tt_models.sampling import per_user_lists, sampling_mode
+
+        if sampling_params is None:
+            return torch.zeros(tokens.shape[0], 1, self.vocab)
+        if sampling_mode(sampling_params) == "sample":
+            device_params(*per_user_lists(sampling_params, tokens.shape[0])[:3])
+        return torch.zeros(tokens.shape[0], dtype=torch.int64)
 
 
-def runner_host_time(batch: int, context: int, steps: int = 50) -> tuple[float, float]:
+def runner_host_time(batch: int, context: int, steps: int = 50, params: object = None,
+                     on_device: str | None = None) -> tuple[float, float]:
     """(ms per decode step of the whole runner, ms of that spent in vLLM's Sampler on the same logits)."""
     from vllm.engine.arg_utils import EngineArgs
     from vllm.sampling_params import SamplingParams
@@ -92,14 +104,14 @@ def runner_host_time(batch: int, context: int, steps: int = 50) -> tuple[float, 
 
     cfg = EngineArgs(model=str(default_model_dir()), max_num_seqs=batch, max_model_len=context,
                      block_size=64).create_engine_config()
-    runner = TTModelRunner(cfg, TTConfig())
+    runner = TTModelRunner(cfg, TTConfig(sample_on_device_mode=on_device))
     runner.model = _InstantModel(runner.vocab_size)
     bs = runner.block_size
     for i in range(batch):
         n = 100 + i
         state = CachedRequestState(
             req_id=f"r{i}", prompt_token_ids=list(range(n)), mm_features=[],
-            sampling_params=SamplingParams(temperature=0, max_tokens=10_000), generator=None,
+            sampling_params=params or SamplingParams(temperature=0, max_tokens=10_000), generator=None,
             block_ids=([1 + i * runner.width + j for j in range(-(-n // bs) + 1)],), num_computed_tokens=n,
             output_token_ids=[], lora_request=None)
         runner.requests[state.req_id] = state
@@ -132,10 +144,28 @@ def runner_host_time(batch: int, context: int, steps: int = 50) -> tuple[float, 
     return total, (time.perf_counter() - t0) / steps * 1e3
 
 
+def sampling_host_time() -> dict:
+    """Batch 32 of temperature 0.8 / top-k 32 / top-p 0.9 requests: host ms per decode step when the device samples
+    (only 32 token ids come back) vs when vLLM's Sampler does it on the host from the full logits."""
+    from vllm.sampling_params import SamplingParams
+
+    params = SamplingParams(temperature=0.8, top_k=32, top_p=0.9, max_tokens=10_000)
+    device_total, _ = runner_host_time(32, 2048, params=params, on_device="decode_only")
+    host_total, sampler = runner_host_time(32, 2048, params=params)
+    return {"benchmark": "tt_model_runner_sampling_host_ms_per_decode_step", "batch": 32,
+            "params": "temperature=0.8 top_k=32 top_p=0.9", "target_ms_device": 0.5,
+            "device_sampling": round(device_total, 3), "host_sampling": round(host_total, 3),
+            "host_sampler_alone": round(sampler, 3),
+            "note": "device: runner + parameter conversion; the device's own topk/sampling time is not host work"}
+
+
 def main() -> None:
     part = sys.argv[1] if len(sys.argv) > 1 else "runner"
     if part == "throughput":
         print(json.dumps(throughput()))
+        return
+    if part == "sampling":
+        print(json.dumps(sampling_host_time()))
         return
     result = {"benchmark": "tt_model_runner_host_ms_per_decode_step", "target_ms_batch32": 0.5,
               "note": "total includes vLLM's Sampler (greedy over the full vocab); runner_only excludes it"}

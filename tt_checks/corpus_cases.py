@@ -559,10 +559,18 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from sdpa_decode()
     yield from matmul()
     yield from heads()
-    from tt_checks import cases_data_movement, cases_eltwise, cases_misc, cases_options, cases_sdpa_prefill
+    from tt_checks import (
+        cases_data_movement,
+        cases_eltwise,
+        cases_misc,
+        cases_options,
+        cases_sampling,
+        cases_sdpa_prefill,
+    )
 
     yield from cases_eltwise.cases()
     yield from cases_data_movement.cases()
     yield from cases_sdpa_prefill.cases()
     yield from cases_misc.cases()
     yield from cases_options.cases()
+    yield from cases_sampling.cases()

@@ -1,6 +1,7 @@
 """The model runs the checker puts through the real ttnn: per family and optimization profile, the calls vLLM makes
 (initialize_vllm_model, allocate_kv_cache, warmup_model_prefill, a prefill behind a cached prefix, decode at
-max_batch_size with empty slots, decode with on-device argmax), tracing off.
+max_batch_size with empty slots, decode with on-device argmax, decode with on-device sampling and per-user seeds),
+tracing off.
 
 Trace capture is not run: on a mock device it segfaults (Buffer::address while generating trace commands), and a
 trace replays exactly the ops its capture issued, which the untraced runs already submit to the same validation.
@@ -105,6 +106,12 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
         greedy = TTSamplingParams(temperature=[0.0] * users, top_k=[1] * users, top_p=[1.0] * users)
         state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=greedy)
 
+    def decode_sample() -> None:
+        tokens, pos, pt = decode_inputs()
+        sample = TTSamplingParams(temperature=[0.8] * users, top_k=[20] * users, top_p=[0.9] * users,
+                                  seed=[1234 + u for u in range(users)])
+        state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=sample)
+
     plan: list[tuple[str, Callable[[], None], tuple[str, ...]]] = [
         ("initialize_vllm_model", init, ()),
         ("allocate_kv_cache", kv, ("initialize_vllm_model",)),
@@ -112,6 +119,7 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
         ("prefill with cached prefix", cached_prefill, ("allocate_kv_cache",)),
         ("decode_forward (empty slots)", decode, ("allocate_kv_cache",)),
         ("decode_forward (on-device argmax)", decode_argmax, ("allocate_kv_cache",)),
+        ("decode_forward (on-device sampling)", decode_sample, ("allocate_kv_cache",)),
     ]
     for phase, fn, needs in plan:
         if any(phases.get(n) != "ok" for n in needs):

@@ -134,8 +134,10 @@ class DataParallel:
         if max_batch_size != self.max_batch_size:
             raise ValueError(f"warmup at batch {max_batch_size}, but the replicas decode {self.max_batch_size}")
         for r, replica in enumerate(self.replicas):
+            lo, hi = r * self.per_replica, (r + 1) * self.per_replica
+            shares = None if sampling_params is None else [_split_params(p, lo, hi) for p in sampling_params]
             replica.warmup_model_decode(self._kv(kv_cache, r), enable_trace, self.per_replica, num_blocks,
-                                        sampling_params, **kw)
+                                        shares, **kw)
 
     def release(self) -> None:
         for replica in self.replicas:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
+from tt_models.layers.sampling import DeviceSampler
 from tt_models.model import TILE, Transformer
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Generator:
     max_prefill_chunk: int = 2048
     trace_captures: int = 0
     _traces: dict[tuple, _DecodeTrace] = field(default_factory=dict)
+    _sampler: DeviceSampler | None = None
 
     # ---------------- prefill ----------------
     def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
@@ -96,9 +98,11 @@ class Generator:
         return ttnn.from_torch(t, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=self.mesh_device)
 
     # ---------------- decode ----------------
-    def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor) -> list[Any]:
+    def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
+                     sample: dict[str, torch.Tensor] | None = None) -> list[Any]:
         """Decode inputs padded to whole tiles of users (32 rows): the device's head ops place 32 users, one per
-        core, and the padded users sit at position -1, which every paged op skips."""
+        core, and the padded users sit at position -1, which every paged op skips. With on-device sampling, each
+        user's k, p and 1/T follow (padded users: k=1)."""
         users = tokens.shape[0]
         rows = -(-users // TILE) * TILE
         tok = torch.zeros(rows, dtype=torch.int32)
@@ -107,52 +111,82 @@ class Generator:
         pos[:users] = start_pos.to(torch.int32).reshape(users)
         table = torch.zeros(rows, page_table.shape[1], dtype=torch.int32)
         table[:users] = page_table.to(torch.int32)
-        return [
+        inputs = [
             ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32),
             ttnn.from_torch(pos, ttnn.int32),
             ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32),
             ttnn.from_torch(table, ttnn.int32),
         ]
+        if sample is not None:
+            k = torch.ones(rows, dtype=torch.int32)
+            p, temp = torch.ones(rows), torch.ones(rows)
+            k[:users], p[:users], temp[:users] = sample["k"], sample["p"], sample["temp"]
+            inputs += [ttnn.from_torch(k, ttnn.uint32), ttnn.from_torch(p, ttnn.bfloat16),
+                       ttnn.from_torch(temp, ttnn.bfloat16)]
+        return inputs
 
-    def _decode_graph(self, inputs: list[Any], kv_cache: list, argmax: bool) -> Any:
-        tokens, pos, rot_idxs, page_table = inputs
+    def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
+        tokens, pos, rot_idxs, page_table, *sample = inputs
         logits = self.model.decode(tokens, pos, rot_idxs, page_table, kv_cache[0])
-        if argmax:
+        if mode == "argmax":
             return ttnn.argmax(logits, dim=3, keepdim=True)
+        if mode == "sample":
+            if self._sampler is None:
+                self._sampler = DeviceSampler(self.mesh_device, self.model.args.vocab_size, tokens.shape[-1])
+            ids = self._sampler(logits, *sample)
+            ttnn.deallocate(logits)
+            return ids
         return logits
+
+    def seed_users(self, seeds: list[int | None]) -> None:
+        """Reseed the PRNG of each user core whose entry is not None (ttnn.manual_seed, outside any trace)."""
+        users = [u for u, s in enumerate(seeds) if s is not None]
+        if not users:
+            return
+        values = torch.tensor([seeds[u] & 0xFFFFFFFF for u in users], dtype=torch.int64)
+        ttnn.manual_seed(self._to_device(values, ttnn.uint32),
+                         user_ids=self._to_device(torch.tensor(users, dtype=torch.int64), ttnn.uint32))
 
     def decode_forward_text(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                             kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
-                            argmax_on_device: bool = False) -> Any:
+                            mode: str = "logits", sample: dict[str, torch.Tensor] | None = None,
+                            seeds: list[int | None] | None = None) -> Any:
+        """mode: "logits" (returned to the host), "argmax" (greedy token ids) or "sample" (ttnn.sampling with the
+        per-user k / p / temp in `sample`; users with a seed have their core PRNG reseeded right before the step,
+        after any compile or capture run, so their first draw is the seed's first)."""
         users = tokens.shape[0]
         if users != self.max_batch_size:
             raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
-        host_inputs = self._host_inputs(tokens, start_pos, page_table)
+        if (mode == "sample") != (sample is not None):
+            raise ValueError("per-user sampling parameters go with mode 'sample' only")
+        host_inputs = self._host_inputs(tokens, start_pos, page_table, sample)
         if not enable_trace:
             device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
-            out = self._decode_graph(device_inputs, kv_cache, argmax_on_device)
+            self.seed_users(seeds or [])
+            out = self._decode_graph(device_inputs, kv_cache, mode)
         else:
-            key = (tuple(page_table.shape), argmax_on_device, id(kv_cache))
+            key = (tuple(page_table.shape), mode, id(kv_cache))
             trace = self._traces.get(key)
             if trace is None:
-                trace = self._capture(key, host_inputs, kv_cache, argmax_on_device)
+                trace = self._capture(key, host_inputs, kv_cache, mode)
+            self.seed_users(seeds or [])
             for src, dst in zip(host_inputs, trace.inputs, strict=True):
                 ttnn.copy_host_to_device_tensor(src, dst)
             ttnn.execute_trace(self.mesh_device, trace.trace_id, cq_id=0, blocking=False)
             out = trace.output
-        result = (out, argmax_on_device, users)
+        result = (out, mode != "logits", users)
         return self.process_decode_output_host(*self.read_decode_output(result)) if read_from_device else result
 
-    def _capture(self, key: tuple, host_inputs: list[Any], kv_cache: list, argmax: bool) -> _DecodeTrace:
-        """Compile run, then capture. Traces for another shape or cache are released first; the two variants of one
-        shape (logits, on-device argmax) are kept side by side, so a batch switching between device and host
-        sampling replays instead of re-capturing."""
+    def _capture(self, key: tuple, host_inputs: list[Any], kv_cache: list, mode: str) -> _DecodeTrace:
+        """Compile run, then capture. Traces for another shape or cache are released first; the variants of one
+        shape (logits, on-device argmax, on-device sampling) are kept side by side, so a batch switching between
+        device and host sampling replays instead of re-capturing."""
         for k in [k for k in self._traces if (k[0], k[2]) != (key[0], key[2])]:
             ttnn.release_trace(self.mesh_device, self._traces.pop(k).trace_id)
         device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
-        self._decode_graph(device_inputs, kv_cache, argmax)  # compile run (writes the same cache rows again later)
+        self._decode_graph(device_inputs, kv_cache, mode)  # compile run (writes the same cache rows again later)
         tid = ttnn.begin_trace_capture(self.mesh_device, cq_id=0)
-        output = self._decode_graph(device_inputs, kv_cache, argmax)
+        output = self._decode_graph(device_inputs, kv_cache, mode)
         ttnn.end_trace_capture(self.mesh_device, tid, cq_id=0)
         self.trace_captures += 1
         logger.info("captured decode trace %d for shape %s", tid, key[0])

@@ -8,8 +8,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TTSamplingParams:
-    """Per-request lists (or one value for the whole batch). Only greedy decoding runs on device here; anything
-    else is sampled on the host by vLLM's own sampler from the returned logits."""
+    """Per-request lists (or one value for the whole batch), as Tenstorrent's plugin passes them. On device:
+    greedy (argmax), and temperature / top-k (1..32) / top-p draws with ttnn.sampling; `seed` entries that are not
+    None reseed that user's core PRNG before this step (the runner sends a request's seed once, when it starts
+    sampling on device). Penalties and logprobs are done on the host by vLLM's sampler from the logits."""
 
     temperature: Any = 0.0
     top_k: Any = 1
@@ -37,12 +39,29 @@ def is_greedy(params: TTSamplingParams | None) -> bool:
     return greedy and neutral and not any(_values(params.enable_log_probs))
 
 
-def require_device_sampling_support(params: TTSamplingParams | None) -> bool:
-    """Whether to sample on device; refuses options the device path cannot do instead of silently ignoring them."""
+def _per_user(x: Any, n: int) -> list:
+    v = _values(x)
+    return v * n if len(v) == 1 else v
+
+
+def sampling_mode(params: TTSamplingParams | None) -> str:
+    """What the decode step hands back: "logits" (the host samples), "argmax" (every user greedy: the token on
+    device), or "sample" (ttnn.sampling with per-user temperature / top-k / top-p). Refuses what the device path
+    cannot do instead of silently ignoring it."""
     if params is None:
-        return False
-    if not is_greedy(params):
-        raise ValueError(
-            "on-device sampling supports greedy decoding only (temperature 0 or top_k 1, no penalties, no logprobs); "
-            "sample on the host (the default) for temperature/top-k/top-p/penalties/logprobs")
-    return True
+        return "logits"
+    if is_greedy(params):
+        return "argmax"
+    no_penalties = (all(p == 0 for p in _values(params.presence_penalty))
+                    and all(p == 0 for p in _values(params.frequency_penalty))
+                    and all(p == 1 for p in _values(params.repetition_penalty)))
+    if not no_penalties or any(_values(params.enable_log_probs)) or any(_values(params.num_logprobs)):
+        raise ValueError("on-device sampling does temperature, top-k (<= 32), top-p and seeds; penalties and "
+                         "logprobs are sampled on the host (pass sampling_params=None for logits)")
+    return "sample"
+
+
+def per_user_lists(params: TTSamplingParams, users: int) -> tuple[list, list, list, list]:
+    """temperature, top_k, top_p and seed as one entry per user (a single value applies to all)."""
+    return (_per_user(params.temperature, users), _per_user(params.top_k, users), _per_user(params.top_p, users),
+            _per_user(params.seed, users))

@@ -4,18 +4,20 @@ Request state lives in vLLM's own persistent InputBatch (token ids, block tables
 seeded generators, logits processors), which always holds exactly the requests scheduled this step, in row order.
 Prefill steps hand the generation class zero-padded prompts and page tables; decode steps pad every input to
 max_num_seqs rows (position -1 and a zero page-table row in empty slots) with a constant page-table width, so the
-decode trace is captured once and replayed. Sampling runs on the host through vLLM's Sampler, or greedy on device
-when configured and the batch allows it.
+decode trace is captured once and replayed. Sampling runs on the host through vLLM's Sampler, or on the device
+(greedy, temperature / top-k / top-p with seeds) when configured and every request in the batch allows it.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import random
 from typing import Any
 
 import numpy as np
 import torch
+from vllm.sampling_params import _SAMPLING_EPS
 from vllm.v1.core.sched.output import SchedulerOutput
 from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
 from vllm.v1.sample.logits_processor import build_logitsprocs
@@ -23,6 +25,7 @@ from vllm.v1.sample.sampler import Sampler
 from vllm.v1.structured_output.utils import apply_grammar_bitmask
 from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
+from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
 from vllm_patches.tt_config import TTConfig
 
@@ -62,6 +65,9 @@ class TTModelRunner:
         # the fewest users.
         self.replicas = tt_config.data_parallel
         self.slot_of: dict[str, int] = {}
+        # The request whose seed each slot's device PRNG was last seeded with (on-device sampling).
+        self._seeded_slots: dict[int, str] = {}
+        self.device_sampled_steps = 0  # steps whose tokens the device sampled (observability, benchmarks)
 
     # ------------------------------------------------------------------ state
     def _update_states(self, so: SchedulerOutput) -> None:
@@ -180,19 +186,43 @@ class TTModelRunner:
         return None
 
     def _device_sampling(self, prefill: bool) -> TTSamplingParams | None:
+        """Per-slot parameters when the device can sample this step, else None (the whole batch's logits go to
+        vLLM's sampler on the host). The device does greedy, temperature, top-k up to 32 and top-p, with per-request
+        seeds; penalties, logprobs, min_p, logit_bias, bad_words, allowed_token_ids, min_tokens, custom logits
+        processors and top-k beyond 32 (or none, when sampling) are host-only."""
         batch = self.input_batch
         if not self.tt.sample_on_device(prefill) or self.has_custom_logitsprocs:
             return None
         md = batch.sampling_metadata
-        # The whole batch falls back to host sampling unless every request is plain greedy.
-        if not md.all_greedy or not md.no_penalties or md.max_num_logprobs is not None or md.bad_words_token_ids \
+        if not md.no_penalties or md.max_num_logprobs is not None or md.bad_words_token_ids \
                 or md.allowed_token_ids_mask is not None:
             return None
         for req_id in batch.req_ids:
             sp = self.requests[req_id].sampling_params
             if sp is not None and (sp.min_tokens or sp.logit_bias or sp.min_p):
                 return None
-        return TTSamplingParams(temperature=[0.0] * self.max_num_seqs)
+        rows = self.max_num_seqs
+        if md.all_greedy:
+            return TTSamplingParams(temperature=[0.0] * rows)
+        if prefill:
+            return None  # the first token samples on device only when greedy (prefill returns logits)
+        temperature, top_k, top_p, seeds = [0.0] * rows, [1] * rows, [1.0] * rows, [None] * rows
+        started = []
+        for req_id in batch.req_ids:
+            sp = self.requests[req_id].sampling_params
+            slot = self.slot_of[req_id]
+            if sp.temperature < _SAMPLING_EPS:
+                continue  # greedy: k=1 on device
+            if not 1 <= sp.top_k <= MAX_TOP_K:
+                return None
+            temperature[slot], top_k[slot], top_p[slot] = sp.temperature, sp.top_k, sp.top_p
+            if self._seeded_slots.get(slot) != req_id:
+                # A request's first step sampled on device seeds its slot's core PRNG: with its own seed (so its
+                # draws do not depend on who shares the batch), else a fresh random one.
+                seeds[slot] = sp.seed if sp.seed is not None else random.getrandbits(32)
+                started.append((slot, req_id))
+        self._seeded_slots.update(started)
+        return TTSamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seeds)
 
     def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput:
         if self._pending is None:
@@ -216,6 +246,7 @@ class TTModelRunner:
             out = out[:n] if np.array_equal(slots, np.arange(n)) else out[torch.from_numpy(slots)]
         logprobs = None
         if device_params is not None:
+            self.device_sampled_steps += 1
             sampled = out.reshape(-1)[:n].tolist()
         else:
             logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float().contiguous()

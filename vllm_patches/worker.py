@@ -11,6 +11,7 @@ import torch
 from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec
 from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
+from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
 from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 from vllm_patches.loader import load_tt_model
@@ -119,17 +120,20 @@ class TTWorker(WorkerBase):
         logger.info("allocated TT KV cache: %d blocks of %d tokens", shape[0], shape[2])
 
     def compile_or_warm_up_model(self) -> CompilationTimes:
-        """Every prefill bucket, then the decode trace at vLLM's exact decode shapes, before reporting ready."""
+        """Every prefill bucket, then the decode traces at vLLM's exact decode shapes, before reporting ready."""
         t0 = time.perf_counter()
         runner = self.model_runner
         if self.tt.enable_model_warmup:
             sampling = [None]
             runner.model.warmup_model_prefill(runner.kv_cache, self.tt.trace_mode == "all", sampling)
-            # With on-device sampling a step runs either decode trace (device greedy, or logits for the host when a
-            # request needs more): capture both now, so switching never captures while serving.
+            # With on-device sampling a step runs one of three decode traces (device greedy, device sampling, or
+            # logits for the host when a request needs more): capture all now, so switching never captures while
+            # serving.
             decode_sampling: list = [None]
             if self.tt.sample_on_device(prefill=False):
-                decode_sampling.append(TTSamplingParams(temperature=[0.0] * runner.max_num_seqs))
+                n = runner.max_num_seqs
+                decode_sampling += [TTSamplingParams(temperature=[0.0] * n),
+                                    TTSamplingParams(temperature=[1.0] * n, top_k=[MAX_TOP_K] * n, top_p=[1.0] * n)]
             runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width,
                                              sampling_params=decode_sampling)
         return CompilationTimes(language_model=time.perf_counter() - t0, encoder=0.0)

@@ -148,8 +148,12 @@ def test_on_device_greedy(llama):
     raw = model.decode_forward(tokens, pos, table, kv, read_from_device=False)
     host = model.process_decode_output_host(*model.read_decode_output(raw, async_read=True))
     assert torch.equal(host[0], host_logits[0]) and torch.isnan(host[1:]).all()
-    with pytest.raises(ValueError, match="greedy decoding only"):
-        model.decode_forward(tokens, pos, table, kv, sampling_params=TTSamplingParams(temperature=0.7, top_k=10))
+    # what the device path cannot do is refused, never silently ignored
+    with pytest.raises(ValueError, match="penalties and logprobs are sampled on the host"):
+        model.decode_forward(tokens, pos, table, kv,
+                             sampling_params=TTSamplingParams(temperature=0.7, top_k=10, presence_penalty=0.5))
+    with pytest.raises(ValueError, match="top_k 50 needs host sampling"):
+        model.decode_forward(tokens, pos, table, kv, sampling_params=TTSamplingParams(temperature=0.7, top_k=50))
 
 
 def test_bad_input_is_refused_clearly(llama, mesh_device):

@@ -109,6 +109,7 @@ from .program_configs import (
     SDPAProgramConfig,
 )
 from .reduction import argmax, plus_one, topk
+from .sampling import manual_seed, sampling
 from .tensor import Tensor
 from .trace import begin_trace_capture, end_trace_capture, execute_trace, release_trace
 from .types import *  # noqa: F403  (the dtype/layout/config names of the real namespace)

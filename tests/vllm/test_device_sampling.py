@@ -1,0 +1,92 @@
+"""On-device sampling through LLM.generate: greedy on device equals host sampling token for token; temperature /
+top-k / top-p requests are drawn on the device (the runner's counter says so) and follow their parameters (top_k=1
+and a tiny top_p are greedy, temperature spreads outputs, seeds reproduce whoever shares the batch); a request the
+device cannot serve sends its batch to vLLM's sampler; the three decode traces are captured at warmup and never
+again."""
+
+import pytest
+from vllm import LLM, SamplingParams
+
+from tests.vllm.conftest import shutdown
+
+PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List the planets:", "Explain gravity:"]
+
+
+@pytest.fixture(scope="module")
+def dev(smollm2_dir):
+    import os
+
+    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
+    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
+                 additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "all"}})
+    yield engine
+    shutdown(engine)
+
+
+def _runner(engine, attr):
+    return engine.collective_rpc(lambda worker: getattr(worker.model_runner, attr))[0]
+
+
+def _captures(engine):
+    return engine.collective_rpc(lambda worker: worker.model_runner.model.trace_captures)[0]
+
+
+def _tokens(outs):
+    return [list(o.outputs[0].token_ids) for o in outs]
+
+
+def test_device_greedy_matches_host_and_never_recaptures(llm, dev):
+    assert _captures(dev) == 3, "warmup captures the logits, device-greedy and device-sampling decode traces"
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    host = _tokens(llm.generate(PROMPTS, params))
+    before = _runner(dev, "device_sampled_steps")
+    on_device = _tokens(dev.generate(PROMPTS, params))
+    assert _runner(dev, "device_sampled_steps") > before
+    # A batch needing host sampling (a penalty), one sampled on device, then greedy again: traces are switched, never
+    # re-captured.
+    dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, presence_penalty=0.5, seed=1, max_tokens=4))
+    dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, top_k=20, seed=1, max_tokens=4))
+    again = _tokens(dev.generate(PROMPTS[:1], params))
+    assert _captures(dev) == 3
+    assert on_device == host and again == host[:1]
+
+
+def test_parameters_take_effect_on_device(dev):
+    greedy = _tokens(dev.generate(PROMPTS[:2], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True)))
+    before = _runner(dev, "device_sampled_steps")
+    top1 = _tokens(dev.generate(PROMPTS[:2], SamplingParams(temperature=1.3, top_k=1, seed=3, max_tokens=10,
+                                                             ignore_eos=True)))
+    tiny_p = _tokens(dev.generate(PROMPTS[:2], SamplingParams(temperature=1.3, top_k=32, top_p=1e-3, seed=3,
+                                                               max_tokens=10, ignore_eos=True)))
+    assert top1 == greedy and tiny_p == greedy
+    # Temperature spreads: four seeds at T=1.5 give several different continuations, at T=0 one.
+    hot = {tuple(t) for t in _tokens(dev.generate([PROMPTS[0]] * 4, [
+        SamplingParams(temperature=1.5, top_k=32, seed=s, max_tokens=8, ignore_eos=True) for s in range(4)]))}
+    cold = {tuple(t) for t in _tokens(dev.generate([PROMPTS[0]] * 2, [
+        SamplingParams(temperature=0, seed=s, max_tokens=8, ignore_eos=True) for s in range(2)]))}
+    assert len(hot) >= 3 and len(cold) == 1
+    assert _runner(dev, "device_sampled_steps") - before >= 3 * 7  # all of it drawn on the device
+
+
+def test_seeded_request_reproducible_in_any_device_batch(dev):
+    seeded = SamplingParams(temperature=0.9, top_k=30, top_p=0.95, seed=1234, max_tokens=12, ignore_eos=True)
+    alone = _tokens(dev.generate([PROMPTS[1]], seeded))[0]
+    before = _runner(dev, "device_sampled_steps")
+    mixed = _tokens(dev.generate(
+        PROMPTS,
+        [SamplingParams(temperature=0.7, top_k=5, seed=7, max_tokens=10), seeded,
+         SamplingParams(temperature=0, max_tokens=5), SamplingParams(temperature=1.2, top_k=32, max_tokens=12)]))[1]
+    assert _runner(dev, "device_sampled_steps") > before
+    assert alone == mixed
+    assert alone != _tokens(dev.generate([PROMPTS[1]], SamplingParams(
+        temperature=0.9, top_k=30, top_p=0.95, seed=4321, max_tokens=12, ignore_eos=True)))[0]
+
+
+def test_host_only_requests_fall_back_for_their_batch(dev):
+    """A request the device cannot sample (top_k beyond 32, min_p, logprobs) sends its whole batch to vLLM's
+    sampler for those steps, and still honours its parameters."""
+    before = _runner(dev, "device_sampled_steps")
+    outs = dev.generate(PROMPTS[:2], [SamplingParams(temperature=0.8, top_k=50, seed=2, max_tokens=6),
+                                      SamplingParams(temperature=0, max_tokens=6, logprobs=2)])
+    assert _runner(dev, "device_sampled_steps") == before
+    assert len(outs[1].outputs[0].logprobs) == 6 and all(len(lp) >= 2 for lp in outs[1].outputs[0].logprobs)
