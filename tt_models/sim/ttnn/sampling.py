@@ -2,7 +2,9 @@
 per-user random number generators it draws from).
 
 The device runs one core per user (up to 32); each core keeps its own PRNG, which manual_seed seeds (all cores, one
-core, or a list of users) and every sampling call advances by one draw. The simulator keeps one torch.Generator per
+core, or a list of users) and every sampling call advances by one draw (a nonzero `seed` given to the op instead
+reseeds every core at each launch, so all users share one draw). Semantics are the 0.81.1 kernels' (the wheel ships
+their sources: ttnn/cpp/ttnn/operations/reduction/{sampling,manual_seed}/device/kernels). The simulator keeps one torch.Generator per
 (chip, user core) on the mesh device, so a user's draws depend only on its own seed and how many draws it made:
 the same seeded user samples the same tokens whoever else is in the batch. The device's PRNG bits are its own;
 the simulator matches the distribution, not the bit stream.
@@ -95,22 +97,32 @@ def _chip_ids(n: int) -> Tensor:
 
 def sample_rows(values: torch.Tensor, ids: torch.Tensor, k: torch.Tensor, p: torch.Tensor, temp: torch.Tensor,
                 uniforms: torch.Tensor) -> torch.Tensor:
-    """The op's math for rows of users: values [U, W] scaled by temp (1/T), the k best kept, then the smallest set
-    of them, best first, whose probability reaches p (at least one), renormalized; the user's uniform draw picks the
-    first candidate whose cumulative probability exceeds it. Returns ids [U] of the picks."""
-    x = values.float() * temp.float()[:, None]
-    order = torch.sort(x, dim=-1, descending=True, stable=True)
-    rank = torch.arange(x.shape[-1])[None, :]
-    kept = rank < k.long().clamp(1, MAX_USERS)[:, None]
-    logits = order.values.masked_fill(~kept, float("-inf"))
-    probs = torch.softmax(logits, dim=-1)
+    """The 0.81.1 kernel's math for rows of users (its compute and writer kernels, shipped in the wheel): the 32
+    best of the W values (ties to the lowest position), those past k masked, scaled by temp (1/T), softmax over them
+    in bf16; top-p keeps the best tokens up to and including the first whose cumulative probability exceeds p (all
+    k if none does; p=0 keeps the best only); the user's uniform draw picks the first kept token whose cumulative
+    share of the kept mass exceeds it, the best one if rounding leaves none. Returns ids [U] of the picks."""
+    top = torch.sort(values.float(), dim=-1, descending=True, stable=True)
+    n = min(MAX_USERS, values.shape[-1])
+    order, x = top.indices[:, :n], top.values[:, :n]
+    rank = torch.arange(n)[None, :]
+    kept = rank < k.long().clamp(1, MAX_USERS)[:, None]  # k=0 masks nothing but leaves the best: the same pick
+    x = x.masked_fill(~kept, float("-inf")) * temp.float()[:, None]
+    probs = torch.softmax(x, dim=-1).to(torch.bfloat16).float()
     before = torch.cumsum(probs, dim=-1) - probs
-    kept &= (before < p.float()[:, None]) | (rank == 0)
+    kept &= (before <= p.float()[:, None]) | (rank == 0)
     probs = torch.where(kept, probs, torch.zeros(()))
-    cdf = torch.cumsum(probs / probs.sum(-1, keepdim=True), dim=-1)
-    pick = (cdf <= uniforms[:, None]).sum(-1).clamp(max=x.shape[-1] - 1)
-    pick = torch.minimum(pick, kept.sum(-1) - 1)
-    return torch.gather(ids.long(), 1, torch.gather(order.indices, 1, pick[:, None]))[:, 0]
+    cdf = torch.cumsum(probs, dim=-1) / probs.sum(-1, keepdim=True)
+    above = (cdf > uniforms[:, None]) & kept
+    pick = torch.where(above.any(-1), above.float().argmax(-1), torch.zeros((), dtype=torch.long))
+    return torch.gather(ids.long(), 1, torch.gather(order, 1, pick[:, None]))[:, 0]
+
+
+def _uniforms(cores: list[torch.Generator], users: int) -> torch.Tensor:
+    """One draw per user core, on the device's 16-bit lattice: u = (hi * 256 + lo) / 65536 from two 8-bit PRNG
+    digits, so u lies in [0, 1 - 2**-16]."""
+    bits = torch.cat([torch.randint(0, 1 << 16, (1,), generator=cores[u]) for u in range(users)])
+    return bits.float() / 65536
 
 
 @device_op(kernel_replay=True)
@@ -172,10 +184,10 @@ def sampling(
             # Capturing a trace records the op without running it on a device, so no core draws: the capture's
             # own shape-finding run uses scratch generators.
             cores = [_generator(u) for u in range(users)]
-        if seed is not None:  # a seed given to the op reseeds every user's core before it draws
+        if seed:  # a nonzero seed reseeds every user's core at each launch (0, like None, leaves them running)
             for u in range(users):
                 cores[u].manual_seed(int(seed))
-        uniforms = torch.cat([torch.rand(1, generator=cores[u]) for u in range(users)])
+        uniforms = _uniforms(cores, users)
         v2, i2 = v.reshape(users, w), ids.reshape(users, w)
         return sample_rows(v2, i2, kk.reshape(users), pp.reshape(users), tt.reshape(users), uniforms
                            ).reshape(1, 1, 1, users)
@@ -215,8 +227,9 @@ def _volume(shape: Any) -> int:
 
 def manual_seed(seeds: int | Tensor, *, device: Any = None, user_ids: int | Tensor | None = None,
                 sub_core_grids: Any = None) -> Tensor:
-    """Seeds the user cores' PRNGs: an int seeds every core (or the one core user_ids names); a seeds tensor
-    seeds the cores its user_ids tensor lists, entry by entry. Returns the op's placeholder [1] uint32 tensor."""
+    """Seeds the user cores' PRNGs: an int seeds every core (or the one core, or the cores, user_ids names); a seeds
+    tensor seeds the cores its user_ids tensor lists, entry by entry (without user_ids, 0.81.1 seeds every core with
+    0). UINT32_MAX skips a core. Returns the op's placeholder [1] uint32 tensor."""
     if not isinstance(seeds, Tensor):
         SEED_DEVICE.require(device is not None)
         dev = device
@@ -240,16 +253,19 @@ def manual_seed(seeds: int | Tensor, *, device: Any = None, user_ids: int | Tens
         SEED_USER_RANGE.require(0 <= int(user_ids) <= MAX_USERS - 1)
     rngs = _rngs(dev)
     for chip, cores in enumerate(rngs):
-        if isinstance(seeds, Tensor):
+        if isinstance(seeds, Tensor) and not isinstance(user_ids, Tensor):
+            # 0.81.1 takes this for its single-seed program with no seed set: every core is seeded with 0.
+            users, values = list(range(MAX_USERS)), [0] * MAX_USERS
+        elif isinstance(seeds, Tensor):
             values = [int(s) for s in seeds.shard(chip).reshape(-1).tolist()]
-            users = ([int(u) for u in user_ids.shard(chip).reshape(-1).tolist()] if isinstance(user_ids, Tensor)
-                     else list(range(len(values))))
+            users = [int(u) for u in user_ids.shard(chip).reshape(-1).tolist()]
         else:
             users = ([int(u) for u in user_ids.shard(chip).reshape(-1).tolist()] if isinstance(user_ids, Tensor)
                      else [int(user_ids)] if user_ids is not None else list(range(MAX_USERS)))
             values = [int(seeds)] * len(users)
         for u, s in zip(users, values, strict=True):
-            if 0 <= u < MAX_USERS:  # ids past the core grid's users name no core
+            # ids past the core grid's users name no core; UINT32_MAX leaves a core's generator as it is
+            if 0 <= u < MAX_USERS and (s & 0xFFFFFFFF) != 0xFFFFFFFF:
                 cores[u].manual_seed(s & 0xFFFFFFFF)
     shards = [torch.zeros(1, dtype=torch.int64) for _ in range(dev.get_num_devices())]
     return Tensor.make(shards, DataType.UINT32, Layout.ROW_MAJOR, dev, DRAM_MEMORY_CONFIG, op="manual_seed")
