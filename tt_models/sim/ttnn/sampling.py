@@ -4,10 +4,11 @@ per-user random number generators it draws from).
 The device runs one core per user (up to 32); each core keeps its own PRNG, which manual_seed seeds (all cores, one
 core, or a list of users) and every sampling call advances by one draw (a nonzero `seed` given to the op instead
 reseeds every core at each launch, so all users share one draw). Semantics are the 0.81.1 kernels' (the wheel ships
-their sources: ttnn/cpp/ttnn/operations/reduction/{sampling,manual_seed}/device/kernels). The simulator keeps one torch.Generator per
-(chip, user core) on the mesh device, so a user's draws depend only on its own seed and how many draws it made:
-the same seeded user samples the same tokens whoever else is in the batch. The device's PRNG bits are its own;
-the simulator matches the distribution, not the bit stream.
+their sources: ttnn/cpp/ttnn/operations/reduction/{sampling,manual_seed}/device/kernels).
+
+The simulator keeps one torch.Generator per (chip, user core) on the mesh device, so a user's draws depend only on
+its own seed and how many draws it made: the same seeded user samples the same tokens whoever else is in the batch.
+The device's PRNG bits are its own; the simulator matches the distribution, not the bit stream.
 """
 
 from __future__ import annotations
