@@ -34,7 +34,8 @@ MAX_USERS_PER_DEVICE = 32
 class TTCausalLM(Generator):
     """Shared implementation of the text-only decoder families."""
 
-    model_capabilities = {"supports_prefix_caching": True, "supports_sample_on_device": True}
+    model_capabilities = {"supports_prefix_caching": True, "supports_sample_on_device": True,
+                          "supports_chunked_prefill": True}
     architecture = ""
 
     @classmethod

@@ -5,6 +5,8 @@
                                                         # page-table widths (target <= 0.5 ms at batch 32)
     python benchmarks/bench_vllm_plugin.py sampling     # host ms per decode step at batch 32 of temperature /
                                                         # top-k / top-p requests: sampled on device vs on the host
+    python benchmarks/bench_vllm_plugin.py itl [TOKENS] # inter-token latency of 7 running requests while a
+                                                        # TOKENS-long prompt (4096) is prefilled, chunked vs whole
 Prints JSON.
 """
 
@@ -159,6 +161,46 @@ def sampling_host_time() -> dict:
             "note": "device: runner + parameter conversion; the device's own topk/sampling time is not host work"}
 
 
+def itl_during_long_prefill(prompt_tokens: int = 4096, budget: int = 512) -> dict:
+    """Wall-time gaps between consecutive tokens of 7 decoding requests while a long prompt arrives and is
+    prefilled: whole in one step (budget >= prompt) vs in chunks of `budget` tokens with decode steps between."""
+    from vllm import LLM, SamplingParams, TokensPrompt
+
+    from tt_models.checkpoint import default_model_dir
+
+    path = str(default_model_dir())
+    short = prompts(7)
+    long_ids = torch.randint(100, 40000, (prompt_tokens,), generator=torch.Generator().manual_seed(1)).tolist()
+    result: dict = {"benchmark": "itl_during_long_prefill", "prompt_tokens": prompt_tokens, "running": 7}
+    for name, tokens in (("whole", None), ("chunked", budget)):
+        kw = {"max_num_batched_tokens": tokens} if tokens else {}
+        llm = LLM(model=path, max_num_seqs=8, max_model_len=prompt_tokens + 128, block_size=64,
+                  enable_prefix_caching=False, **kw)
+        engine = llm.llm_engine
+        params = SamplingParams(temperature=0, max_tokens=60, ignore_eos=True)
+        for i, p in enumerate(short):
+            engine.add_request(f"s{i}", TokensPrompt(prompt_token_ids=p), params)
+        seen, last, gaps, added = {}, {}, [], False
+        while engine.has_unfinished_requests():
+            outs = engine.step()
+            now = time.perf_counter()
+            for out in outs:
+                n = len(out.outputs[0].token_ids)
+                if out.request_id.startswith("s") and n > seen.get(out.request_id, 0):
+                    if out.request_id in last and added:
+                        gaps.append((now - last[out.request_id]) * 1e3)
+                    seen[out.request_id], last[out.request_id] = n, now
+            if not added and len(seen) == 7 and min(seen.values()) >= 5:
+                engine.add_request("long", TokensPrompt(prompt_token_ids=long_ids),
+                                   SamplingParams(temperature=0, max_tokens=2))
+                added = True
+        llm.llm_engine.engine_core.shutdown()
+        g = torch.tensor(gaps)
+        result[name] = {"itl_p50_ms": round(float(g.quantile(0.5)), 1), "itl_p99_ms": round(float(g.quantile(0.99)), 1),
+                        "itl_max_ms": round(float(g.max()), 1), "budget": tokens or prompt_tokens + 128}
+    return result
+
+
 def main() -> None:
     part = sys.argv[1] if len(sys.argv) > 1 else "runner"
     if part == "throughput":
@@ -166,6 +208,9 @@ def main() -> None:
         return
     if part == "sampling":
         print(json.dumps(sampling_host_time()))
+        return
+    if part == "itl":
+        print(json.dumps(itl_during_long_prefill(*map(int, sys.argv[2:3]))))
         return
     result = {"benchmark": "tt_model_runner_host_ms_per_decode_step", "target_ms_batch32": 0.5,
               "note": "total includes vLLM's Sampler (greedy over the full vocab); runner_only excludes it"}

@@ -26,6 +26,14 @@ def prefill_bucket(n: int) -> int:
 
 
 @dataclass
+class _PendingRead:
+    """A decode result being copied to the host, and the event that marks the copy done."""
+
+    tensor: Any
+    event: Any
+
+
+@dataclass
 class _DecodeTrace:
     trace_id: int | None
     inputs: list[Any]  # device tensors the trace reads: tokens, current_pos, rot_idxs, page_table
@@ -195,10 +203,19 @@ class Generator:
         return trace
 
     def read_decode_output(self, tt_out: Any, async_read: bool = False) -> tuple[Any, bool, int]:
+        """Bring a decode result (decode_forward with read_from_device=False) to the host. async_read starts a
+        non-blocking copy and records an event after it: the host is free until process_decode_output_host, which
+        waits on that event (what lets the next step's host work overlap this step's device work)."""
         out, is_tokens, users = tt_out
+        if async_read:
+            return _PendingRead(ttnn.from_device(out, blocking=False), ttnn.record_event(self.mesh_device, 0)), \
+                is_tokens, users
         return ttnn.to_torch(out), is_tokens, users
 
     def process_decode_output_host(self, host_out: Any, is_tokens: bool = False, users: int | None = None) -> Any:
+        if isinstance(host_out, _PendingRead):
+            ttnn.event_synchronize(host_out.event)
+            host_out = ttnn.to_torch(host_out.tensor)
         users = users if users is not None else self.max_batch_size
         if is_tokens:
             return host_out.reshape(-1)[:users].to(torch.int64)

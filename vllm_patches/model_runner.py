@@ -60,6 +60,7 @@ class TTModelRunner:
         self.model: Any = None
         self.kv_cache: Any = None
         self._pending: tuple[SchedulerOutput, bool] | None = None
+        self._partial: set[int] = set()  # prefill rows of this step whose prompt continues in a later step
         # Decode slot of each running request, kept for its whole life: with data parallel (tt.data_parallel) a
         # slot belongs to one replica, whose cache holds that request's KV. New requests go to the replica with
         # the fewest users.
@@ -134,16 +135,23 @@ class TTModelRunner:
 
     def _is_prefill(self, so: SchedulerOutput) -> bool:
         resumed = so.scheduled_cached_reqs.resumed_req_ids
-        return bool(so.scheduled_new_reqs) or any(r in resumed for r in so.scheduled_cached_reqs.req_ids)
+        # New and resumed requests, and the next chunk of a prompt prefilled across steps (more than one token).
+        return (bool(so.scheduled_new_reqs) or any(r in resumed for r in so.scheduled_cached_reqs.req_ids)
+                or any(n > 1 for n in so.num_scheduled_tokens.values()))
 
     # ------------------------------------------------------------------ inputs
     def _blocks(self, req_id: str) -> list[int]:
         return list(self.requests[req_id].block_ids[0])
 
-    def prefill_inputs(self) -> dict[str, torch.Tensor]:
+    def prefill_inputs(self, so: SchedulerOutput) -> dict[str, torch.Tensor]:
+        """Each request's tokens up to the end of what is scheduled this step: the whole prompt, or with chunked
+        prefill the chunk ending there (its `prompt_lens` entry); prefill restarts at the block boundary at or
+        before the first token not yet computed (a chunk that ended mid-block recomputes that block's head)."""
         batch = self.input_batch
         n = batch.num_reqs
-        lens = [int(batch.num_tokens_no_spec[i]) for i in range(n)]
+        lens = [self.requests[r].num_computed_tokens + so.num_scheduled_tokens[r] for r in batch.req_ids]
+        # Rows whose prompt continues in a later step: their last logits are not a prediction to sample from.
+        self._partial = {i for i in range(n) if lens[i] < int(batch.num_tokens_no_spec[i])}
         tokens = torch.zeros(n, max(lens), dtype=torch.int32)
         blocks = [self._blocks(r) for r in batch.req_ids]
         page_table = torch.zeros(n, max(map(len, blocks)), dtype=torch.int32)
@@ -236,7 +244,7 @@ class TTModelRunner:
         device_params = self._device_sampling(prefill) if grammar_output is None else None
         if prefill:
             out = self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=device_params,
-                                             **self.prefill_inputs())
+                                             **self.prefill_inputs(so))
         else:
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
@@ -252,11 +260,20 @@ class TTModelRunner:
             logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float().contiguous()
             if grammar_output is not None:
                 apply_grammar_bitmask(so, grammar_output, batch, logits)
+            # A chunk's row is sampled with the others and its token dropped; its seeded generator must not advance,
+            # or a chunked prompt would draw other tokens than the same prompt prefilled whole.
+            rewind = [(g, g.get_state()) for i, r in enumerate(batch.req_ids)
+                      if prefill and i in self._partial and (g := self.requests[r].generator) is not None]
             result = self.sampler(logits, batch.sampling_metadata)
+            for g, st in rewind:
+                g.set_state(st)
             sampled = result.sampled_token_ids.reshape(-1).tolist()
             if result.logprobs_tensors is not None:
                 logprobs = result.logprobs_tensors.tolists()
+        partial = self._partial if prefill else set()
         for i, req_id in enumerate(batch.req_ids):
+            if i in partial:
+                continue  # a chunk of a longer prompt: nothing sampled yet
             state = self.requests[req_id]
             pos = int(batch.num_tokens_no_spec[i])
             state.output_token_ids.append(sampled[i])  # also the list penalties read (shared with the batch)
@@ -264,4 +281,5 @@ class TTModelRunner:
             batch.num_tokens_no_spec[i] = pos + 1
         req_ids = list(batch.req_ids)
         return ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
-                                 sampled_token_ids=[[t] for t in sampled], logprobs=logprobs)
+                                 sampled_token_ids=[[] if i in partial else [t] for i, t in enumerate(sampled)],
+                                 logprobs=logprobs)

@@ -115,11 +115,7 @@ class TTPlatform(Platform):
         parallel.worker_cls = "vllm_patches.worker.TTWorker"
         sched.scheduler_cls = "vllm_patches.scheduler.TTScheduler"
         sched.async_scheduling = False
-        # Steps are prefill-only or decode-only and a prompt is prefilled whole, so the token budget must fit the
-        # longest prompt, or such prompts would wait forever.
-        sched.enable_chunked_prefill = False
-        if model is not None:
-            sched.max_num_batched_tokens = max(sched.max_num_batched_tokens, model.max_model_len)
+        sched.enable_chunked_prefill = False  # turned on below for models that can continue a prefill
         with contextlib.suppress(Exception):
             from vllm.config import CompilationMode, CUDAGraphMode
 
@@ -151,6 +147,18 @@ class TTPlatform(Platform):
         if cache.enable_prefix_caching and (not caps.get("supports_prefix_caching") or window):
             logger.info("prefix caching disabled: %s", "sliding window" if window else "not supported by the model")
             cache.enable_prefix_caching = False
+        # Chunked prefill across steps: a token budget below the longest prompt prefills long prompts one chunk per
+        # step (decode steps in between), for models that continue a prefill from cached KV (the path prefix hits
+        # take). Chunks end on block boundaries (the budget is rounded down to whole blocks). Otherwise a prompt is
+        # prefilled whole, so the budget must fit the longest prompt or such prompts would wait forever.
+        budget, block = sched.max_num_batched_tokens, cache.block_size
+        if caps.get("supports_chunked_prefill") and not window and budget < model.max_model_len:
+            sched.enable_chunked_prefill = True
+            sched.max_num_batched_tokens = max(block, budget // block * block)
+            logger.info("chunked prefill: prompts prefilled %d tokens per step", sched.max_num_batched_tokens)
+        else:
+            sched.enable_chunked_prefill = False
+            sched.max_num_batched_tokens = max(budget, model.max_model_len)
         # The KV block count is the worker's: what the model asks for, capped by the device's DRAM once the weights
         # are loaded (TTWorker.determine_available_memory).
         logger.info("TT platform: %s, block_size %d, trace_mode %s", tt_cls.__name__, cache.block_size,

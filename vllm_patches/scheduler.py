@@ -2,7 +2,9 @@
 
 TT prefills one user at a time at bucketed lengths and decodes a fixed-shape (traced) batch, so mixing the two in a
 step buys nothing. Waiting requests are admitted in a prefill-only step while there is room in the decode batch;
-otherwise the step decodes the running batch, which never exceeds max_num_seqs.
+otherwise the step decodes the running batch, which never exceeds max_num_seqs. With chunked prefill (a token budget
+below the longest prompt), a long prompt is prefilled one chunk per prefill step, and a decode step runs between
+its chunks so the running requests keep streaming.
 """
 
 from __future__ import annotations
@@ -10,28 +12,43 @@ from __future__ import annotations
 from vllm.v1.core.sched.output import SchedulerOutput
 from vllm.v1.core.sched.request_queue import create_request_queue
 from vllm.v1.core.sched.scheduler import Scheduler
+from vllm.v1.request import RequestStatus
 
 
 class TTScheduler(Scheduler):
+    # Set after a prefill step that left a prompt partly prefilled (chunked prefill): the next step decodes, so
+    # running requests keep streaming between the chunks of a long prompt.
+    _decode_next = False
+
     def _has_waiting(self) -> bool:
         return bool(len(self.waiting) or len(self.kv_holding_waiting))
 
+    def _chunking(self) -> list:
+        """Running requests whose prompt is only partly prefilled (chunked prefill across steps)."""
+        return [r for r in self.running if r.is_prefill_chunk]
+
     def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:
-        if self._has_waiting() and len(self.running) < self.max_num_running_reqs:
-            out = self._prefill_only(throttle_prefills)
-            if out.total_num_scheduled_tokens or not self.running:
+        chunking = self._chunking()
+        decoding = len(self.running) > len(chunking)
+        admit = self._has_waiting() and len(self.running) < self.max_num_running_reqs
+        if (chunking or admit) and not (self._decode_next and decoding):
+            out = self._prefill_only(throttle_prefills, chunking)
+            self._decode_next = bool(self._chunking())
+            if out.total_num_scheduled_tokens or not decoding:
                 return out
             # No waiting request fit in the KV cache: decode instead, or the running batch would starve. What the
             # empty step drained from the scheduler (finished and preempted ids, freed encoder entries, blocks to
             # zero or copy) must still reach the worker.
             return _carry_over(out, self._decode_only(throttle_prefills))
+        self._decode_next = False
         return self._decode_only(throttle_prefills)
 
-    def _prefill_only(self, throttle_prefills: bool) -> SchedulerOutput:
-        # Hide the running batch so only waiting requests are scheduled, and lower the admission cap so the
-        # decode batch (hidden + admitted) stays within max_num_seqs.
-        hidden, cap = self.running, self.max_num_active_reqs
-        self.running = []
+    def _prefill_only(self, throttle_prefills: bool, chunking: list | None = None) -> SchedulerOutput:
+        # Hide the decoding requests so only prompts are scheduled (waiting ones, and the next chunk of those being
+        # prefilled), and lower the admission cap so the decode batch (hidden + admitted) stays within max_num_seqs.
+        chunking = chunking or []
+        hidden, cap = [r for r in self.running if r not in chunking], self.max_num_active_reqs
+        self.running = list(chunking)
         self.max_num_active_reqs = cap - len(hidden)
         try:
             out = super().schedule(throttle_prefills)
@@ -41,13 +58,20 @@ class TTScheduler(Scheduler):
         return out
 
     def _decode_only(self, throttle_prefills: bool) -> SchedulerOutput:
-        # Swap in empty waiting queues; requests preempted during this step land in the temporary queue and are
-        # put back at the front of the real one.
+        # Swap in empty waiting queues, and hide prompts still being prefilled in chunks; requests preempted during
+        # this step land in the temporary queue and are put back at the front of the real one.
         waiting, holding = self.waiting, self.kv_holding_waiting
         self.waiting, self.kv_holding_waiting = create_request_queue(self.policy), create_request_queue(self.policy)
+        chunking = self._chunking()
+        if chunking:
+            self.running = [r for r in self.running if not r.is_prefill_chunk]
         try:
             out = super().schedule(throttle_prefills)
         finally:
+            if chunking:
+                # Preempted chunking requests left running for the waiting queue inside schedule(); the others
+                # go back to running.
+                self.running.extend(r for r in chunking if r.status == RequestStatus.RUNNING)
             preempted, preempted_holding = self.waiting, self.kv_holding_waiting
             self.waiting, self.kv_holding_waiting = waiting, holding
             if len(preempted):

@@ -134,6 +134,10 @@ def test_greedy_rows_and_trace(llama):
     params = _params([(0.0, 1, 1.0), (1.5, 1, 1.0), (1.5, 32, 0.001), (3.0, 32, 1.0)], [11, 12, 13, 14] + [None] * 4)
     step = model.decode_forward(tokens, pos, table, kv, sampling_params=params)
     assert step[:3].tolist() == [int(logits[s].argmax()) for s in range(3)]
+    # The same step left on the device and read back asynchronously (an event marks the copy): the same seeds
+    # reseed the same cores, so every row draws the same token again.
+    raw = model.decode_forward(tokens, pos, table, kv, read_from_device=False, sampling_params=params)
+    assert torch.equal(model.process_decode_output_host(*model.read_decode_output(raw, async_read=True)), step)
     cfg = [(1.0, 32, 1.0), (2.0, 16, 0.9)]
     traced = _run(model, kv, [0, 1], cfg, [5, 6] + [None] * (BATCH - 2), steps=6, enable_trace=True)
     eager = _run(model, kv, [0, 1], cfg, [5, 6] + [None] * (BATCH - 2), steps=6, enable_trace=False)

@@ -69,11 +69,15 @@ def test_inactive_plugin_says_how_to_turn_it_on(monkeypatch, backend, has_ttnn, 
 
 
 def test_settings_applied(smollm2_dir):
-    cfg = config(smollm2_dir, max_num_seqs=8, max_num_batched_tokens=256)
+    cfg = config(smollm2_dir, max_num_seqs=8, max_num_batched_tokens=200)
     assert cfg.parallel_config.worker_cls == "vllm_patches.worker.TTWorker"
     assert cfg.scheduler_config.scheduler_cls == "vllm_patches.scheduler.TTScheduler"
-    assert not cfg.scheduler_config.enable_chunked_prefill and not cfg.scheduler_config.async_scheduling
-    assert cfg.scheduler_config.max_num_batched_tokens >= 1024  # raised to fit a max_model_len prompt
+    assert not cfg.scheduler_config.async_scheduling
+    # A budget below max_model_len prefills long prompts in chunks of whole blocks.
+    assert cfg.scheduler_config.enable_chunked_prefill and cfg.scheduler_config.max_num_batched_tokens == 192
+    whole = config(smollm2_dir, max_num_seqs=8, max_num_batched_tokens=4096)
+    assert not whole.scheduler_config.enable_chunked_prefill
+    assert whole.scheduler_config.max_num_batched_tokens >= 1024  # fits a max_model_len prompt
     assert cfg.cache_config.block_size == 64
     # The block count is decided by the worker once the weights are on the device (tests/vllm/test_kv_blocks.py).
     assert cfg.cache_config.num_gpu_blocks_override is None

@@ -81,6 +81,7 @@ from .device import (
 from .eltwise import add, fill, mul, multiply, silu, softmax
 from .embedding import EmbeddingsType, embedding
 from .errors import TTError
+from .events import MeshEvent, event_synchronize, record_event, wait_for_event
 from .golden import get_golden_function
 from .matmul import linear, matmul
 from .memory import (
