@@ -1,0 +1,200 @@
+"""pytest plugin: run Tenstorrent's own ttnn unit tests, unchanged, against the simulator.
+
+Loaded with ``-p ttmetal_sim_plugin`` (scripts/tt_metal_unit on PYTHONPATH) by ``run.py``. It
+
+* makes ``import ttnn`` (and ``import ttnn.<submodule>``) resolve to ``tt_models.sim.ttnn``, before any test module
+  is imported;
+* provides the fixtures tt-metal's root ``conftest.py`` gives its tests (``device``, ``device_params`` with indirect
+  parametrization, ``mesh_device``, ``reset_seeds``, ``function_level_defaults``, ``use_program_cache``, ...) with the
+  same meaning on the simulator's default chip, a Wormhole N150: our own code, written from reading that conftest;
+* registers tt-metal's custom marks so they are not warnings;
+* fails (never skips) a test that runs past a per-test time limit, so a test too slow for a CPU counts against the
+  pass rate instead of vanishing;
+* writes one JSON line per test report to ``$TT_METAL_UNIT_REPORT`` for ``run.py`` to aggregate.
+
+Nothing here skips or hides a test: skips come only from the tests' own skip logic (``skip_for_blackhole`` and
+friends evaluate against the simulated chip's arch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import random
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+
+def _alias_simulator_as_ttnn() -> None:
+    """Register the simulator package and every submodule under the name ``ttnn``."""
+    sim = importlib.import_module("tt_models.sim.ttnn")
+    sys.modules["ttnn"] = sim
+    for info in pkgutil.iter_modules(sim.__path__):
+        module = importlib.import_module(f"tt_models.sim.ttnn.{info.name}")
+        sys.modules[f"ttnn.{info.name}"] = module
+
+
+_alias_simulator_as_ttnn()
+
+import ttnn  # noqa: E402  (the simulator, aliased above)
+
+# Per-test wall-clock limit (seconds). A test past it FAILS with a timeout reason; see manifest.yaml.
+TIMEOUT_S = float(os.environ.get("TT_METAL_UNIT_TIMEOUT_S", "120"))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Fixtures, with the semantics of tt-metal's root conftest.py
+# ----------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="function")
+def reset_seeds() -> Iterator[None]:
+    torch.manual_seed(213919)
+    np.random.seed(213919)
+    random.seed(213919)
+    yield
+
+
+@pytest.fixture(scope="function")
+def function_level_defaults(reset_seeds: None) -> Iterator[None]:
+    yield
+
+
+@pytest.fixture(scope="function")
+def device_params(request: pytest.FixtureRequest) -> dict:
+    return getattr(request, "param", {})
+
+
+def _updated_device_params(device_params: dict) -> dict:
+    """tt-metal turns ``dispatch_core_axis`` into a ``DispatchCoreConfig`` (ROW on Wormhole, COL on Blackhole)."""
+    params = dict(device_params)
+    axis = params.pop("dispatch_core_axis", None)
+    if axis is None:
+        axis = ttnn.DispatchCoreAxis.COL if ttnn.get_arch_name() == "blackhole" else ttnn.DispatchCoreAxis.ROW
+    params["dispatch_core_config"] = ttnn.DispatchCoreConfig(ttnn.DispatchCoreType.WORKER, axis)
+    return params
+
+
+@pytest.fixture(scope="function")
+def device(request: pytest.FixtureRequest, device_params: dict) -> Iterator[Any]:
+    dev = ttnn.open_device(device_id=0, **_updated_device_params(device_params))
+    yield dev
+    ttnn.synchronize_device(dev)
+    ttnn.close_device(dev)
+
+
+@pytest.fixture(scope="function")
+def silicon_arch_name() -> str:
+    return ttnn.get_arch_name()
+
+
+@pytest.fixture(scope="function")
+def silicon_arch_wormhole_b0(silicon_arch_name: str) -> None:
+    if silicon_arch_name != "wormhole_b0":
+        pytest.skip("wormhole_b0-only test")
+
+
+@pytest.fixture(scope="function")
+def silicon_arch_blackhole(silicon_arch_name: str) -> None:
+    if silicon_arch_name != "blackhole":
+        pytest.skip("blackhole-only test")
+
+
+@pytest.fixture(scope="function")
+def mesh_device(request: pytest.FixtureRequest, device_params: dict) -> Iterator[Any]:
+    """An int param is a device count (capped at what exists), a tuple a mesh shape (skip if too big)."""
+    device_ids = ttnn.get_device_ids()
+    param = getattr(request, "param", len(device_ids))
+    if isinstance(param, tuple):
+        if param[0] * param[1] > len(device_ids):
+            pytest.skip("Requested more devices than available. Test not applicable for machine")
+        shape = ttnn.MeshShape(*param)
+    else:
+        shape = ttnn.MeshShape(1, min(param, len(device_ids)))
+    dev = ttnn.open_mesh_device(mesh_shape=shape, **_updated_device_params(device_params))
+    yield dev
+    ttnn.close_mesh_device(dev)
+
+
+@pytest.fixture(scope="function")
+def use_program_cache() -> Iterator[None]:
+    # The program cache is always on in ttnn 0.81.1 (enable_program_cache is gone); nothing to switch.
+    yield
+
+
+@pytest.fixture(scope="function")
+def is_ci_env() -> bool:
+    return os.getenv("CI") == "true"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Marks, timeout, report
+# ----------------------------------------------------------------------------------------------------------------
+
+def pytest_configure(config: pytest.Config) -> None:
+    for mark in ("use_module_device", "post_commit", "models_performance_bare_metal", "requires_fast_runtime_mode_off",
+                 "timeout", "slow"):
+        config.addinivalue_line("markers", f"{mark}: tt-metal test mark (no effect on the simulator)")
+
+
+class _TestTimeout(BaseException):
+    """Raised by the alarm; a BaseException so a test's own ``except Exception`` cannot swallow it."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _TestTimeout(f"test ran past the {TIMEOUT_S:.0f} s per-test limit (TT_METAL_UNIT_TIMEOUT_S)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _reason(report: pytest.TestReport) -> str:
+    """The exception line pytest shows (``E   Type: message``), first line only."""
+    longrepr = report.longrepr
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message).splitlines()[0] if crash.message else "(no message)"
+    if isinstance(longrepr, tuple):  # skips: (path, lineno, reason)
+        return str(longrepr[2])
+    return str(longrepr).splitlines()[-1] if longrepr else ""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    path = os.environ.get("TT_METAL_UNIT_REPORT")
+    if not path:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        if report.when != "call" and report.outcome == "failed":
+            outcome = "error"
+        elif hasattr(report, "wasxfail"):
+            outcome = "xfailed" if report.skipped else "xpassed"
+        else:
+            outcome = report.outcome
+        reason = "" if outcome == "passed" else _reason(report)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"nodeid": report.nodeid, "when": report.when, "outcome": outcome,
+                                "reason": reason, "duration": round(report.duration, 3)}) + "\n")
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """A module that fails to import is a collection error: record it (every test in it is lost)."""
+    path = os.environ.get("TT_METAL_UNIT_REPORT")
+    if path and report.failed:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"nodeid": report.nodeid, "when": "collect", "outcome": "error",
+                                "reason": str(report.longrepr).strip().splitlines()[-1], "duration": 0.0}) + "\n")
