@@ -70,6 +70,7 @@ from .device import (
     MeshShape,
     close_device,
     close_mesh_device,
+    get_arch_name,
     get_device_ids,
     get_memory_view,
     get_num_devices,

@@ -24,11 +24,11 @@ from .types import TILE_SIZE, DataType, Layout, round_up
 # Bytes of one 32x32 tile per dtype (block-float tiles carry one exponent byte per 16 values).
 TILE_BYTES = {
     DataType.BFLOAT16: 2048, DataType.FLOAT32: 4096, DataType.UINT32: 4096, DataType.INT32: 4096,
-    DataType.UINT16: 2048, DataType.UINT8: 1024, DataType.BFLOAT8_B: 1088, DataType.BFLOAT4_B: 576,
+    DataType.UINT16: 2048, DataType.UINT8: 1024, DataType.INT8: 1024, DataType.BFLOAT8_B: 1088, DataType.BFLOAT4_B: 576,
 }
 ELEMENT_BYTES = {
     DataType.BFLOAT16: 2, DataType.FLOAT32: 4, DataType.UINT32: 4, DataType.INT32: 4, DataType.UINT16: 2,
-    DataType.UINT8: 1,
+    DataType.UINT8: 1, DataType.INT8: 1,
 }
 
 

@@ -47,6 +47,7 @@ _TO_TORCH = {
     DataType.INT32: torch.int32,
     DataType.UINT16: torch.uint16,
     DataType.UINT8: torch.uint8,
+    DataType.INT8: torch.int8,
 }
 
 

@@ -216,6 +216,11 @@ def get_device_ids() -> list[int]:
     return list(range(SIM_NUM_DEVICES))
 
 
+def get_arch_name() -> str:
+    """The chip's arch as tt-metal names it ("wormhole_b0", "blackhole"); tests' skip_for_* helpers read it."""
+    return current_chip().arch
+
+
 def get_num_pcie_devices() -> int:
     return SIM_NUM_DEVICES
 

@@ -27,6 +27,7 @@ _CONTAINER = {
     DataType.INT32: torch.int32,
     DataType.UINT16: torch.int32,
     DataType.UINT8: torch.int32,
+    DataType.INT8: torch.int32,
 }
 # dtypes whose container holds every value of that torch dtype exactly
 _STORED_AS_IS = {DataType.BFLOAT16: torch.bfloat16, DataType.FLOAT32: torch.float32}
@@ -35,12 +36,14 @@ _FROM_TORCH = {
     torch.float32: DataType.FLOAT32,
     torch.int32: DataType.INT32,
     torch.uint8: DataType.UINT8,
+    torch.int8: DataType.INT8,
 }
 _INT_RANGE = {
     DataType.UINT32: (0, 2**32 - 1),
     DataType.INT32: (-(2**31), 2**31 - 1),
     DataType.UINT16: (0, 2**16 - 1),
     DataType.UINT8: (0, 2**8 - 1),
+    DataType.INT8: (-(2**7), 2**7 - 1),
 }
 
 

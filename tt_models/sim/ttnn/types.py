@@ -20,6 +20,10 @@ class DataType(enum.Enum):
     UINT8 = 5
     UINT16 = 6
     INT32 = 7
+    # in ttnn 0.81.1's enum; the simulator stores int8 like the other integers and does not compute in fp8
+    FP8_E4M3 = 8
+    INT8 = 9
+    INVALID = 10
 
     def __repr__(self) -> str:
         return f"DataType.{self.name}"
@@ -31,6 +35,8 @@ uint32 = DataType.UINT32
 uint16 = DataType.UINT16
 uint8 = DataType.UINT8
 int32 = DataType.INT32
+int8 = DataType.INT8
+fp8_e4m3 = DataType.FP8_E4M3
 bfloat8_b = DataType.BFLOAT8_B
 bfloat4_b = DataType.BFLOAT4_B
 
