@@ -123,7 +123,9 @@ def _attach_golden_functions() -> None:
     import sys
 
     from .golden import attach
+    from .operations import accept_queue_ids
 
+    accept_queue_ids(sys.modules[__name__])  # before attach: the golden functions go on the ops callers see
     attach(sys.modules[__name__])
 
 

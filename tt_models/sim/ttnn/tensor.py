@@ -37,6 +37,8 @@ _FROM_TORCH = {
     torch.int32: DataType.INT32,
     torch.uint8: DataType.UINT8,
     torch.int8: DataType.INT8,
+    # real 0.81.1: from_torch(int64 tensor) without dtype= gives UINT32 (probed on the mock N150)
+    torch.int64: DataType.UINT32,
 }
 _INT_RANGE = {
     DataType.UINT32: (0, 2**32 - 1),
