@@ -4,6 +4,7 @@ the TTModelRunner. Runs inside vLLM's engine-core process (UniProcExecutor)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -20,6 +21,26 @@ from vllm_patches.registry import register_tt_models
 from vllm_patches.tt_config import TTConfig
 
 logger = logging.getLogger(__name__)
+
+
+def dp_rank_devices(parallel: Any, per_rank: int) -> list[int] | None:
+    """The chips this engine opens under vLLM's --data-parallel-size: local DP rank r takes the r-th group of
+    `per_rank` chips (the mesh MESH_DEVICE names) from TT_VISIBLE_DEVICES (comma-separated ids), or from 0, 1, ...
+    when it is unset. None (ttnn's default placement) for rank 0 with nothing set. vLLM runs the ranks of a dense
+    model as independent engines (their config says data_parallel_size 1); data_parallel_rank_local and
+    data_parallel_index keep the rank."""
+    rank = getattr(parallel, "data_parallel_rank_local", None)
+    if rank is None:
+        rank = getattr(parallel, "data_parallel_index", 0) or 0
+    visible = os.environ.get("TT_VISIBLE_DEVICES", "")
+    if rank == 0 and not visible:
+        return None
+    pool = [int(x) for x in visible.split(",") if x.strip()] if visible else list(range((rank + 1) * per_rank))
+    ids = pool[rank * per_rank:(rank + 1) * per_rank]
+    if len(ids) != per_rank:
+        raise RuntimeError(f"data parallel rank {rank} needs {per_rank} TT device(s), but TT_VISIBLE_DEVICES="
+                           f"{visible} leaves {ids}: list {per_rank} device id(s) per rank")
+    return ids
 
 
 class TTWorker(WorkerBase):
@@ -40,10 +61,13 @@ class TTWorker(WorkerBase):
         self.device = torch.device("cpu")
         ttnn = get_ttnn()
         rows, cols = mesh_shape_from_env(1 if is_simulator(ttnn) else ttnn.get_num_devices())
+        ids = dp_rank_devices(self.vllm_config.parallel_config, rows * cols)
         self.mesh_device = ttnn.open_mesh_device(
             ttnn.MeshShape(rows, cols), l1_small_size=self.tt.l1_small_size,
-            trace_region_size=self.tt.trace_region_size, worker_l1_size=self.tt.worker_l1_size)
-        logger.info("opened TT mesh %s (%s)", (rows, cols), "simulator" if is_simulator(ttnn) else "ttnn")
+            trace_region_size=self.tt.trace_region_size, worker_l1_size=self.tt.worker_l1_size,
+            physical_device_ids=ids)
+        logger.info("opened TT mesh %s on devices %s (%s)", (rows, cols), self.mesh_device.get_device_ids(),
+                    "simulator" if is_simulator(ttnn) else "ttnn")
 
     def shutdown(self) -> None:
         if self.mesh_device is None:
