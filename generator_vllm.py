@@ -22,6 +22,7 @@ from tt_models.generator import Generator, prefill_bucket
 from tt_models.layers.sampling import device_params
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
+from tt_models.parallel import check_weights_fit, plan_tensor_parallel
 from tt_models.sampling import TTSamplingParams, per_user_lists, sampling_mode
 from tt_models.weights import ShapeOnlyWeights, WeightStore, meta_shapes, weight_cache_dir
 
@@ -65,12 +66,12 @@ class TTCausalLM(Generator):
                 f"max_batch_size {max_batch_size}: one device decodes at most {MAX_USERS_PER_DEVICE} users (its "
                 f"head ops place one user per core); serve more users with data parallel (tt_data_parallel, or "
                 f"vLLM's --data-parallel-size) over more devices")
-        if mesh_device.get_num_devices() != 1:
-            raise UnsupportedModelError(
-                f"a {tuple(mesh_device.shape)} mesh needs tensor-parallel collectives, not implemented yet: use 1x1")
         args = ModelArgs.from_hf_config(hf_config)
         if n_layers is not None:
             args = args.__class__(**{**args.__dict__, "n_layers": n_layers})
+        # More than one chip: tensor parallel over them (refused here, before any weight moves, if it does not
+        # divide).
+        plan = plan_tensor_parallel(args, tuple(mesh_device.shape))
         path = Path(model_path or getattr(hf_config, "_name_or_path", "") or "")
         if load_format == "auto" and not path.is_dir():
             raise FileNotFoundError(f"model directory {str(path)!r} (from hf_config._name_or_path) does not exist")
@@ -83,6 +84,8 @@ class TTCausalLM(Generator):
                     f"the {profile_name!r} profile runs fp32 activations and KV cache, which no Tenstorrent device "
                     f"supports (it exists for simulator tests against fp32 references); use 'accuracy' on hardware")
             mesh_device.enable_reference_precision()
+        if plan.devices > 1:
+            check_weights_fit(args, plan, profile, mesh_device)
         if load_format == "dummy":
             weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device)
         else:
@@ -91,8 +94,10 @@ class TTCausalLM(Generator):
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),
                             max_batch_size)
-        logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d", cls.__name__, args.n_layers,
-                    profile_name, max_batch_size, max_seq_len)
+        logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d%s", cls.__name__, args.n_layers,
+                    profile_name, max_batch_size, max_seq_len,
+                    f", tensor parallel over {plan.devices} chips ({plan.n_heads} heads, {plan.n_kv_heads} KV heads "
+                    f"per chip)" if plan.devices > 1 else "")
         return cls(model, mesh_device, max_batch_size, max_seq_len, max_chunk)
 
     @classmethod
@@ -124,17 +129,24 @@ class TTCausalLM(Generator):
     def kv_cache_capacity(self, block_size: int) -> KVCapacity:
         """KV blocks of block_size tokens the device's DRAM holds now (after the weights), leaving room for
         prefill's activations at this model's chunk size."""
-        return kv_capacity(self.mesh_device, self.model.args, block_size, self.model.kv_cache_dtype(),
+        return kv_capacity(self.mesh_device, self.model.local_args, block_size, self.model.kv_cache_dtype(),
                            self.max_prefill_chunk)
 
+    @property
+    def kv_cache_heads(self) -> int:
+        """KV heads the cache holds per chip (tensor parallel: this chip's share, or the one head it replicates);
+        the cache shape vLLM allocates is (blocks, kv_cache_heads, block_size, head_dim)."""
+        return self.model.plan.n_kv_heads
+
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
-        """kv_cache[dp][layer] = [K, V], each (num_blocks, n_kv_heads, block_size, head_dim) in the profile's
-        KV-cache dtype (vLLM's torch dtype only sizes the pages)."""
+        """kv_cache[dp][layer] = [K, V], each (num_blocks, kv_cache_heads, block_size, head_dim) per chip in the
+        profile's KV-cache dtype (vLLM's torch dtype only sizes the pages)."""
         num_blocks, nkv, block_size, head_dim = kv_cache_shape
         a = self.model.args
-        if (nkv, head_dim) != (a.n_kv_heads, a.head_dim):
+        if (nkv, head_dim) != (self.kv_cache_heads, a.head_dim):
+            per_chip = f" per chip (of {a.n_kv_heads})" if self.model.plan.devices > 1 else ""
             raise ValueError(f"kv cache shape {kv_cache_shape} does not match the model's "
-                             f"{a.n_kv_heads} kv heads x head_dim {a.head_dim}")
+                             f"{self.kv_cache_heads} kv heads{per_chip} x head_dim {a.head_dim}")
         if num_layers != a.n_layers:
             raise ValueError(f"{num_layers} cache layers requested for a {a.n_layers}-layer model")
         if block_size % 32:

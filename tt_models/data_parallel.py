@@ -49,6 +49,10 @@ class DataParallel:
         return self.replicas[0].model
 
     @property
+    def kv_cache_heads(self) -> int:
+        return self.replicas[0].kv_cache_heads
+
+    @property
     def model_capabilities(self) -> dict:
         return self.replicas[0].model_capabilities
 

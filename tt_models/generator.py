@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
+from tt_models.layers.collectives import replicate
 from tt_models.layers.sampling import DeviceSampler
 from tt_models.model import TILE, Transformer
 
@@ -100,10 +101,11 @@ class Generator:
                                         fill_len=(end_block - first_block) * block_size)
             chunk += length
             if is_last:
-                return ttnn.to_torch(logits)[0, 0, last % TILE].float()
+                return self.model.to_host(logits, vocab_sliced=True)[0, 0, last % TILE].float()
 
     def _to_device(self, t: torch.Tensor, dtype: Any) -> Any:
-        return ttnn.from_torch(t, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=self.mesh_device)
+        return ttnn.from_torch(t, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=self.mesh_device,
+                               mesh_mapper=replicate(self.mesh_device))
 
     # ---------------- decode ----------------
     def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
@@ -119,23 +121,28 @@ class Generator:
         pos[:users] = start_pos.to(torch.int32).reshape(users)
         table = torch.zeros(rows, page_table.shape[1], dtype=torch.int32)
         table[:users] = page_table.to(torch.int32)
+        # Tensor parallel: every chip of the mesh runs every user, so each gets a copy of the inputs.
+        mapper = replicate(self.mesh_device)
         inputs = [
-            ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32),
-            ttnn.from_torch(pos, ttnn.int32),
-            ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32),
-            ttnn.from_torch(table, ttnn.int32),
+            ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32, mesh_mapper=mapper),
+            ttnn.from_torch(pos, ttnn.int32, mesh_mapper=mapper),
+            ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32, mesh_mapper=mapper),
+            ttnn.from_torch(table, ttnn.int32, mesh_mapper=mapper),
         ]
         if sample is not None:
             k = torch.ones(rows, dtype=torch.int32)
             p, temp = torch.ones(rows), torch.ones(rows)
             k[:users], p[:users], temp[:users] = sample["k"], sample["p"], sample["temp"]
-            inputs += [ttnn.from_torch(k, ttnn.uint32), ttnn.from_torch(p, ttnn.bfloat16),
-                       ttnn.from_torch(temp, ttnn.bfloat16)]
+            inputs += [ttnn.from_torch(k, ttnn.uint32, mesh_mapper=mapper),
+                       ttnn.from_torch(p, ttnn.bfloat16, mesh_mapper=mapper),
+                       ttnn.from_torch(temp, ttnn.bfloat16, mesh_mapper=mapper)]
         return inputs
 
     def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
         tokens, pos, rot_idxs, page_table, *sample = inputs
         logits = self.model.decode(tokens, pos, rot_idxs, page_table, kv_cache[0])
+        if mode != "logits":  # argmax and sampling need the whole vocabulary (tensor parallel: gathered)
+            logits = self.model.full_vocab(logits)
         if mode == "argmax":
             return ttnn.argmax(logits, dim=3, keepdim=True)
         if mode == "sample":
@@ -210,12 +217,12 @@ class Generator:
         if async_read:
             return _PendingRead(ttnn.from_device(out, blocking=False), ttnn.record_event(self.mesh_device, 0)), \
                 is_tokens, users
-        return ttnn.to_torch(out), is_tokens, users
+        return self.model.to_host(out, vocab_sliced=not is_tokens), is_tokens, users
 
     def process_decode_output_host(self, host_out: Any, is_tokens: bool = False, users: int | None = None) -> Any:
         if isinstance(host_out, _PendingRead):
             ttnn.event_synchronize(host_out.event)
-            host_out = ttnn.to_torch(host_out.tensor)
+            host_out = self.model.to_host(host_out.tensor, vocab_sliced=not is_tokens)
         users = users if users is not None else self.max_batch_size
         if is_tokens:
             return host_out.reshape(-1)[:users].to(torch.int64)

@@ -14,9 +14,11 @@ import torch
 
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
+from tt_models.layers.collectives import gather_vocab, replicate, to_host
 from tt_models.layers.decoder import DecoderLayer
 from tt_models.layouts import ModelLayouts, build_layouts
 from tt_models.model_args import ModelArgs
+from tt_models.parallel import TPPlan, column_parallel, plan_tensor_parallel
 from tt_models.precision import dtype_of, fixed_kernel, layer_precision
 from tt_models.rope import cos_sin_tables, transformation_matrix
 from tt_models.weights import WeightStore
@@ -29,12 +31,16 @@ class Transformer:
                  max_positions: int, max_batch: int) -> None:
         args.check_tt_limits()
         self.args, self.device, self.profile = args, mesh_device, profile
+        # Tensor parallel over the mesh's chips (one chip: nothing split); layouts are per chip, for its share.
+        self.plan: TPPlan = plan_tensor_parallel(args, tuple(mesh_device.shape))
+        self.local_args = self.plan.local_args(args)
         # Decode always runs whole tiles of users (32 per device), the empty rows at position -1.
         self.decode_rows = -(-max_batch // TILE) * TILE
-        self.layouts: ModelLayouts = build_layouts(args, mesh_device, self.decode_rows)
+        self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
         self.tok_embeddings = weights.embedding("tok_embeddings.weight")
-        self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts) for i in range(args.n_layers)]
+        self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan)
+                       for i in range(args.n_layers)]
         self.norm = weights.norm("norm.weight")
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
         head_dtype = dtype_of(profile.precision("LM_HEAD"))
@@ -42,8 +48,9 @@ class Transformer:
         for n in self.layouts.lm_head_splits:
             bounds.append((start, start + n))
             start += n
+        # Tensor parallel: each chip its vocabulary slice (the splits above are of that slice).
         self.lm_head = [weights.linear([head], head_dtype, f"output.{i}.{a}-{b}", self.layouts.weights[f"lm_head{i}"],
-                                       columns=None if len(bounds) == 1 else (a, b))
+                                       columns=None if len(bounds) == 1 else (a, b), shard=column_parallel(self.plan))
                         for i, (a, b) in enumerate(bounds)]
         # Logits keep the residual stream's precision: bf16 (what argmax on device reads), fp32 only at the
         # simulator's reference precision.
@@ -67,7 +74,8 @@ class Transformer:
 
     def _const(self, t: torch.Tensor, layout: Any, memory_config: Any = None) -> Any:
         return ttnn.from_torch(t, self.rope_dtype, layout=layout, device=self.device,
-                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG)
+                               memory_config=memory_config or ttnn.DRAM_MEMORY_CONFIG,
+                               mesh_mapper=replicate(self.device))
 
     def kv_cache_dtype(self) -> Any:
         return self.precisions[0].kv_cache
@@ -78,9 +86,19 @@ class Transformer:
         residual = self.precisions[0].residual
         return ttnn.typecast(x, residual) if x.dtype != residual else x
 
+    def full_vocab(self, logits: Any) -> Any:
+        """Logits over the whole vocabulary on every chip (tensor parallel: the chips' slices all-gathered), for
+        on-device argmax and sampling; the logits themselves on one chip."""
+        return gather_vocab(logits, self.plan)
+
+    def to_host(self, t: Any, vocab_sliced: bool) -> torch.Tensor:
+        """A prefill / decode output as one torch tensor: logits straight from the LM head (vocab_sliced; tensor
+        parallel: each chip's slice, concatenated), or something whole on every chip (token ids)."""
+        return to_host(t, self.plan, self.device, vocab_sliced)
+
     def _head(self, x: Any) -> Any:
         """Final norm and LM head on a width-sharded [1, 1, 32, dim]: one DRAM-sharded matmul per vocabulary split,
-        gathered into [1, 1, 32, vocab] in L1."""
+        gathered into [1, 1, 32, vocab] in L1 (tensor parallel: each chip's [1, 1, 32, vocab / N] slice)."""
         d = self.layouts.decode
         x = ttnn.rms_norm(x, epsilon=self.args.norm_eps, weight=self.norm, program_config=d.norm,
                           memory_config=d.residual, compute_kernel_config=fixed_kernel("NORM"))

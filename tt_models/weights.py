@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
+from tt_models.parallel import Shard
 
 
 def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
@@ -34,35 +35,62 @@ class WeightStore:
         self.device = mesh_device
         self.cache_dir = cache_dir
 
-    def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None) -> Any:
+    def _mesh(self, shard: Shard | None) -> tuple[Any, str]:
+        """The mesh mapper for a tensor (a shard over the TP group's chips, else a replica on each chip of a
+        multi-chip mesh; none on one chip) and the cache-name suffix that tells the layouts apart."""
+        n = self.device.get_num_devices()
+        if n == 1:
+            return None, ""
+        if shard is not None:
+            return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}"
+        return ttnn.ReplicateTensorToMesh(self.device), f"-rep{n}"
+
+    def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None,
+                   shard: Shard | None = None) -> Any:
         memory_config = memory_config or ttnn.DRAM_MEMORY_CONFIG
+        mapper, suffix = self._mesh(shard)
         cache = None
         if self.cache_dir is not None:
             # ttnn.as_tensor places a cached tensor where it was first placed, whatever memory_config says: the
-            # placement is part of the file's name, so a layout change converts anew instead of reusing it.
-            cache = str(self.cache_dir / f"{name}-{hashlib.sha1(repr(memory_config).encode()).hexdigest()[:10]}")
+            # placement is part of the file's name, so a layout change converts anew instead of reusing it. So is
+            # the split over the chips (suffix).
+            cache = str(self.cache_dir / f"{name}{suffix}-"
+                                         f"{hashlib.sha1(repr(memory_config).encode()).hexdigest()[:10]}")
+        if mapper is None:
+            return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device, memory_config=memory_config,
+                                  cache_file_name=cache)
         return ttnn.as_tensor(make(), dtype, layout=layout, device=self.device, memory_config=memory_config,
-                              cache_file_name=cache)
+                              cache_file_name=cache, mesh_mapper=mapper)
 
     def has(self, name: str) -> bool:
         return name in self.sd
 
     def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
-               columns: tuple[int, int] | None = None) -> Any:
+               columns: tuple[int, int] | None = None, shard: Shard | None = None) -> Any:
         """HF/Meta [out, in] weights, concatenated on out, stored transposed as [1, 1, in, out] tiles; `columns`
-        keeps output columns [a, b) only (a split of the LM head)."""
+        keeps output columns [a, b) only (a split of the LM head; of each chip's slice when sharded by columns);
+        `shard` lays it over the TP group's chips."""
 
         def make() -> torch.Tensor:
             w = torch.cat([self.sd[n] for n in names], dim=0)
+            if shard is not None and shard.rows is not None:
+                w = w[shard.rows]
             if columns is not None:
-                w = w[columns[0] : columns[1]]
+                if shard is not None and shard.dim == 3:
+                    w = w.reshape(shard.devices, -1, w.shape[-1])[:, columns[0] : columns[1]]
+                    w = w.reshape(-1, w.shape[-1])
+                else:
+                    w = w[columns[0] : columns[1]]
             return w.t().contiguous()[None, None]
 
-        return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, memory_config)
+        return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, memory_config, shard)
 
-    def bias(self, names: list[str], cache_name: str) -> Any:
-        return self._as_tensor(cache_name, lambda: torch.cat([self.sd[n] for n in names])[None, None, None],
-                               ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+        def make() -> torch.Tensor:
+            b = torch.cat([self.sd[n] for n in names])
+            return (b[shard.rows] if shard is not None and shard.rows is not None else b)[None, None, None]
+
+        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
     def norm(self, name: str) -> Any:
         """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads."""
@@ -85,15 +113,24 @@ class ShapeOnlyWeights(WeightStore):
         return name in self.shapes
 
     def _empty(self, shape: tuple[int, ...], dtype: Any, layout: Any, memory_config: Any = None) -> Any:
+        # One buffer of this (per-chip) shape on every chip of the mesh.
         return ttnn.empty(list(shape), dtype, layout, self.device, memory_config or ttnn.DRAM_MEMORY_CONFIG)
 
-    def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
-               columns: tuple[int, int] | None = None) -> Any:
-        out = sum(self.shapes[n][0] for n in names) if columns is None else columns[1] - columns[0]
-        return self._empty((1, 1, self.shapes[names[0]][1], out), dtype, ttnn.TILE_LAYOUT, memory_config)
+    @staticmethod
+    def _out(names_out: int, shard: Shard | None) -> int:
+        if shard is None or shard.dim != 3:
+            return names_out
+        return (len(shard.rows) if shard.rows is not None else names_out) // shard.devices
 
-    def bias(self, names: list[str], cache_name: str) -> Any:
-        return self._empty((1, 1, 1, sum(self.shapes[n][0] for n in names)), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+    def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
+               columns: tuple[int, int] | None = None, shard: Shard | None = None) -> Any:
+        out = self._out(sum(self.shapes[n][0] for n in names), shard) if columns is None else columns[1] - columns[0]
+        k = self.shapes[names[0]][1] // (shard.devices if shard is not None and shard.dim == 2 else 1)
+        return self._empty((1, 1, k, out), dtype, ttnn.TILE_LAYOUT, memory_config)
+
+    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+        out = self._out(sum(self.shapes[n][0] for n in names), shard)
+        return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def norm(self, name: str) -> Any:
         return self._empty((1, 1, self.shapes[name][0] // 32, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layers.collectives import reduce_partials
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
+from tt_models.parallel import TPPlan, column_parallel, row_parallel, single_device_plan
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
@@ -36,14 +38,19 @@ class Rot:
 
 class Attention:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
-                 layouts: ModelLayouts) -> None:
+                 layouts: ModelLayouts, plan: TPPlan | None = None) -> None:
         p = f"layers.{layer}.attention."
-        self.args, self.prec, self.layer, self.layouts = args, prec, layer, layouts
+        plan = plan or single_device_plan(args)
+        # Ops see this chip's heads (tensor parallel: its share of Q heads and the KV heads they read).
+        self.args, self.prec, self.layer, self.layouts, self.plan = plan.local_args(args), prec, layer, layouts, plan
         self.scale = args.head_dim**-0.5
         qkv = [p + "wq.weight", p + "wk.weight", p + "wv.weight"]
-        self.wqkv = weights.linear(qkv, prec.wqkv, p + "wqkv", layouts.weights["wqkv"])
-        self.bqkv = weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv") if args.qkv_bias else None
-        self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo", layouts.weights["wo"])
+        # Column-parallel QKV, each chip's columns [its q | its k | its v]; row-parallel WO over the same heads.
+        qkv_shard = column_parallel(plan, plan.qkv_rows(args))
+        self.wqkv = weights.linear(qkv, prec.wqkv, p + "wqkv", layouts.weights["wqkv"], shard=qkv_shard)
+        self.bqkv = (weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv", shard=qkv_shard)
+                     if args.qkv_bias else None)
+        self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo", layouts.weights["wo"], shard=row_parallel(plan))
         self.q_norm = weights.norm(p + "q_norm.weight") if args.qk_norm else None
         self.k_norm = weights.norm(p + "k_norm.weight") if args.qk_norm else None
 
@@ -117,8 +124,9 @@ class Attention:
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
         mm = lay.prefill_matmul(seq, a.n_heads * hd, a.dim, out, self.wo, self.prec.residual, k_ops["LI_O_PREFILL"])
-        return prefill_linear(out, self.wo, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
-                              compute_kernel_config=k_ops["LI_O_PREFILL"])
+        out = prefill_linear(out, self.wo, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                             compute_kernel_config=k_ops["LI_O_PREFILL"])
+        return reduce_partials(out, self.plan, ttnn.DRAM_MEMORY_CONFIG)
 
     # ---------------- decode ----------------
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
@@ -150,5 +158,6 @@ class Attention:
         attn = ttnn.to_memory_config(attn, d.scores)
         out = ttnn.experimental.nlp_concat_heads_decode(attn, num_heads=a.n_heads)
         ttnn.deallocate(attn)
-        return ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
-                           program_config=d.wo.program, compute_kernel_config=k_ops["LI_O_DECODE"])
+        out = ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
+                          program_config=d.wo.program, compute_kernel_config=k_ops["LI_O_DECODE"])
+        return reduce_partials(out, self.plan, ttnn.L1_MEMORY_CONFIG)

@@ -12,21 +12,23 @@ from tt_models.layers.attention import Attention, Rot
 from tt_models.layers.mlp import MLP
 from tt_models.layouts import ModelLayouts
 from tt_models.model_args import ModelArgs
+from tt_models.parallel import TPPlan
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
 
 class DecoderLayer:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
-                 layouts: ModelLayouts) -> None:
+                 layouts: ModelLayouts, plan: TPPlan | None = None) -> None:
         p = f"layers.{layer}."
         self.eps = args.norm_eps
         self.residual, self.layouts = prec.residual, layouts
         self.norm_kernel = prec.kernels["NORM"]
         self.attention_norm = weights.norm(p + "attention_norm.weight")
         self.ffn_norm = weights.norm(p + "ffn_norm.weight")
-        self.attention = Attention(args, weights, layer, prec, layouts)
-        self.mlp = MLP(weights, layer, prec, layouts)
+        # Norms and the residual stream are whole on every chip; tensor parallelism lives inside attention and MLP.
+        self.attention = Attention(args, weights, layer, prec, layouts, plan)
+        self.mlp = MLP(weights, layer, prec, layouts, plan)
 
     # ---------------- prefill (interleaved DRAM) ----------------
     def _norm(self, x: Any, weight: Any) -> Any:

@@ -8,19 +8,25 @@ from __future__ import annotations
 from typing import Any
 
 from tt_models.backend import ttnn
+from tt_models.layers.collectives import reduce_partials
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts
+from tt_models.parallel import TPPlan, column_parallel, row_parallel
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
 
 class MLP:
-    def __init__(self, weights: WeightStore, layer: int, prec: LayerPrecision, layouts: ModelLayouts) -> None:
+    def __init__(self, weights: WeightStore, layer: int, prec: LayerPrecision, layouts: ModelLayouts,
+                 plan: TPPlan | None = None) -> None:
         p = f"layers.{layer}.feed_forward."
-        self.prec, self.layouts = prec, layouts
-        self.w1 = weights.linear([p + "w1.weight"], prec.ff1_ff3, p + "w1", layouts.weights["w1_w3"])
-        self.w3 = weights.linear([p + "w3.weight"], prec.ff1_ff3, p + "w3", layouts.weights["w1_w3"])
-        self.w2 = weights.linear([p + "w2.weight"], prec.ff2, p + "w2", layouts.weights["w2"])
+        self.prec, self.layouts, self.plan = prec, layouts, plan
+        # Tensor parallel: w1/w3 column-parallel (each chip its slice of hidden units), w2 row-parallel over it.
+        cols = column_parallel(plan) if plan else None
+        rows = row_parallel(plan) if plan else None
+        self.w1 = weights.linear([p + "w1.weight"], prec.ff1_ff3, p + "w1", layouts.weights["w1_w3"], shard=cols)
+        self.w3 = weights.linear([p + "w3.weight"], prec.ff1_ff3, p + "w3", layouts.weights["w1_w3"], shard=cols)
+        self.w2 = weights.linear([p + "w2.weight"], prec.ff2, p + "w2", layouts.weights["w2"], shard=rows)
 
     def _run(self, x: Any, mem: Any, up_down: Any) -> Any:
         k = self.prec.kernels
@@ -32,7 +38,9 @@ class MLP:
         ttnn.deallocate(up)
         out = up_down(h, self.w2, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF2"])
         ttnn.deallocate(h)
-        return out
+        if self.plan is None:
+            return out
+        return reduce_partials(out, self.plan, ttnn.L1_MEMORY_CONFIG if out.is_sharded() else mem)
 
     def decode(self, x: Any) -> Any:
         d = self.layouts.decode

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
+from tt_models.layers.collectives import replicate
 
 MAX_TOP_K = 32  # ttnn.sampling's k is at most 32: the candidates topk hands it per chunk
 TOPK_MAX_WIDTH = 65536  # the widest row tt_transformers hands ttnn.topk in one call
@@ -35,7 +36,7 @@ class DeviceSampler:
     def _labels(self, mesh_device: Any, a: int, b: int) -> Any:
         ids = torch.arange(a, b, dtype=torch.int32).expand(self.rows, b - a).reshape(1, 1, self.rows, b - a)
         return ttnn.from_torch(ids.contiguous(), ttnn.uint32, layout=ttnn.TILE_LAYOUT, device=mesh_device,
-                               memory_config=ttnn.DRAM_MEMORY_CONFIG)
+                               memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=replicate(mesh_device))
 
     def __call__(self, logits: Any, k: Any, p: Any, temp: Any) -> Any:
         """logits [1, 1, rows, vocab] -> sampled ids [1, 1, 1, rows] uint32."""

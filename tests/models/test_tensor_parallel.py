@@ -1,0 +1,277 @@
+"""Tensor parallelism on simulated meshes (tt_models/parallel.py): every family against HF on 1x2 and 1x8 meshes,
+KV heads replicated when there are fewer than chips, TP x DP on a 2x4 mesh, trace replay equal to eager, a skipped
+reduction detected by the numbers, the weight cache keyed by the split, and refusals of what does not divide or fit.
+
+The tiny families have 4 heads; here each is widened to 8 heads (hidden 256, MLP 512) so that 8 chips get a head
+each, keeping the family's KV heads (llama_gqa 2, mistral_window 1, qwen2_bias 2, qwen3_qknorm 2: fewer than 8
+chips, so replicated; llama_mha_tied_llama3 8). Shapes stay tiny and runs short: each op runs once per chip."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import LlamaConfig
+
+from generator_vllm import TT_CLASSES, TTLlamaForCausalLM
+from tests.conftest import pcc
+from tests.models.tiny import (
+    FAMILIES,
+    check_greedy_step,
+    hf_config,
+    hf_last_logits,
+    load_hf,
+    make_tiny_model,
+    make_wide_model,
+)
+from tt_models.backend import ttnn
+from tt_models.data_parallel import DataParallel
+from tt_models.model_args import ModelArgs, UnsupportedModelError
+from tt_models.parallel import plan_tensor_parallel
+
+BATCH, BLOCK, NUM_BLOCKS, MAX_SEQ = 4, 32, 64, 256
+WIDTH = MAX_SEQ // BLOCK
+MESHES = {"1x2": (1, 2), "1x8": (1, 8)}
+PROMPTS = [list(range(7, 52)), list(range(300, 333))]
+SLOTS = [1, 3]
+
+
+@contextlib.contextmanager
+def open_mesh(shape: tuple[int, int]):
+    """A mesh opened as MESH_DEVICE opens one: the 1-D fabric the collectives need, chosen before it opens."""
+    ttnn.set_fabric_config(ttnn.FabricConfig.FABRIC_1D)
+    dev = ttnn.open_mesh_device(ttnn.MeshShape(*shape), trace_region_size=1 << 24)
+    try:
+        yield dev
+    finally:
+        ttnn.close_mesh_device(dev)
+        ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
+
+
+def build(path: Path, mesh, profile: str, batch: int = BATCH, dp: int = 1):
+    cfg = hf_config(path)
+    tt = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, mesh, max_batch_size=batch, max_seq_len=MAX_SEQ,
+                                                               tt_data_parallel=dp, optimizations=profile)
+    a = tt.model.args
+    kv = tt.allocate_kv_cache((NUM_BLOCKS, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+    return tt, kv
+
+
+def page_table(batch: int, slots: list[int]) -> torch.Tensor:
+    table = torch.zeros(batch, WIDTH, dtype=torch.int32)
+    for i, s in enumerate(slots):
+        table[s] = torch.arange(WIDTH) + 1 + i * WIDTH
+    return table
+
+
+def generate(tt, kv, prompts: list[list[int]], slots: list[int], steps: int, batch: int = BATCH,
+             enable_trace: bool = True, follow: list[list[int]] | None = None) -> list[list[torch.Tensor]]:
+    """Prefill each prompt into its slot, then decode them together. Each step feeds the token in `follow` (the
+    reference's choice) when given, else TT's own argmax. Returns each prompt's logits per step."""
+    table = page_table(batch, slots)
+    width = max(len(p) for p in prompts)
+    tokens = torch.zeros(len(prompts), width, dtype=torch.int32)
+    for i, p in enumerate(prompts):
+        tokens[i, : len(p)] = torch.tensor(p)
+    logits = tt.prefill_forward(tokens, table[slots], kv, [len(p) for p in prompts], empty_slots=slots)
+    out = [[logits[i, 0]] for i in range(len(prompts))]
+    for step in range(steps):
+        tok = torch.zeros(batch, 1, dtype=torch.int32)
+        pos = torch.full((batch,), -1, dtype=torch.int32)
+        for i, s in enumerate(slots):
+            tok[s] = follow[i][step] if follow else int(out[i][-1].argmax())
+            pos[s] = len(prompts[i]) + step
+        res = tt.decode_forward(tok, pos, table, kv, enable_trace=enable_trace)
+        for i, s in enumerate(slots):
+            out[i].append(res[s, 0])
+    return out
+
+
+def check_against_hf(hf, prompts, got, pcc_min: float, greedy: bool, where: str) -> list[list[int]]:
+    """Each step's logits against HF's on the same history; with greedy, TT's argmax must be HF's (near-ties
+    excused). Returns the tokens fed (HF's choices)."""
+    fed = []
+    for i, prompt in enumerate(prompts):
+        ids, toks = list(prompt), []
+        for step, logits in enumerate(got[i]):
+            ref = hf_last_logits(hf, ids)
+            assert pcc(logits, ref) >= pcc_min, f"{where} prompt {i} step {step}: pcc {pcc(logits, ref):.5f}"
+            nxt = check_greedy_step(logits, ref, f"{where} prompt {i} step {step}") if greedy else int(ref.argmax())
+            ids.append(nxt)
+            toks.append(nxt)
+        fed.append(toks)
+    return fed
+
+
+@pytest.mark.parametrize("mesh_name", list(MESHES))
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_matches_hf_on_a_mesh(family, mesh_name, tiny_root):
+    """Reference profile: greedy tokens equal HF's over two prompts decoded together (traced); performance profile
+    (the default): logits PCC >= 0.99 on HF's history."""
+    path = make_wide_model(family, tiny_root)
+    hf = load_hf(path)
+    shape = MESHES[mesh_name]
+    n = shape[1]
+    with open_mesh(shape) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        a, plan = tt.model.args, tt.model.plan
+        assert plan.devices == n and plan.n_heads == a.n_heads // n
+        assert plan.n_kv_heads == max(1, a.n_kv_heads // n)
+        # Each chip's cache holds its own KV heads only.
+        assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
+        assert kv[0][0][0].device().get_num_devices() == n
+        got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
+        follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{family} {mesh_name} reference")
+        assert tt.trace_captures == 1
+        tt.release()
+
+        tt, kv = build(path, mesh, "performance")
+        got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
+        check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{family} {mesh_name} performance")
+        tt.release()
+
+
+def _per_chip(t) -> list[torch.Tensor]:
+    n = t.device().get_num_devices()
+    return list(ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(t.device(), dim=0)).float().chunk(n, 0))
+
+
+def test_fewer_kv_heads_than_chips_are_replicated(tiny_root):
+    """llama_gqa's 2 KV heads on 8 chips: chips 0-3 read KV head 0 and 4-7 head 1 (their Q heads' group); each
+    chip caches exactly its one head, so the caches agree within a group and differ across."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    with open_mesh((1, 8)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        plan = tt.model.plan
+        assert plan.kv_heads == ((0,),) * 4 + ((1,),) * 4 and tt.kv_cache_heads == 1
+        tt.prefill_forward(torch.tensor([PROMPTS[0]], dtype=torch.int32), page_table(BATCH, [0])[:1], kv,
+                           [len(PROMPTS[0])])
+        for cache in kv[0][0]:  # layer 0's K and V
+            chips = _per_chip(cache)
+            assert all(torch.equal(chips[0], c) for c in chips[1:4])
+            assert all(torch.equal(chips[4], c) for c in chips[5:])
+            assert not torch.equal(chips[0], chips[4])
+        tt.release()
+
+
+def test_tensor_parallel_times_data_parallel_on_2x4(tiny_root):
+    """A 2x4 mesh as 2 data-parallel replicas (one per row), each tensor parallel over its 4 chips: both replicas
+    serve users at once and follow HF token for token."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    hf = load_hf(path)
+    with open_mesh((2, 4)) as mesh:
+        dp, kv = build(path, mesh, "reference", batch=2 * BATCH, dp=2)
+        assert isinstance(dp, DataParallel) and len(dp.replicas) == 2
+        for r in dp.replicas:
+            assert tuple(r.mesh_device.shape) == (1, 4) and r.model.plan.devices == 4
+        assert dp.kv_cache_heads == 1  # 2 KV heads over 4 chips: replicated
+        chips = [set(kv[r][0][0].device().get_device_ids()) for r in range(2)]
+        assert not chips[0] & chips[1]
+        slots = [1, 6]  # replica 0 and replica 1
+        got = generate(dp, kv, PROMPTS, slots, steps=3, batch=2 * BATCH)
+        check_against_hf(hf, PROMPTS, got, 0.999, True, "2x4")
+        dp.release()
+
+
+def test_trace_replay_equals_eager_on_a_mesh(tiny_root):
+    path = make_wide_model("qwen2_bias", tiny_root)
+    with open_mesh((1, 2)) as mesh:
+        runs = []
+        for trace in (False, True):
+            tt, kv = build(path, mesh, "performance")
+            runs.append(generate(tt, kv, PROMPTS, SLOTS, steps=4, enable_trace=trace))
+            assert tt.trace_captures == int(trace)
+            tt.release()
+        for eager, traced in zip(*runs, strict=True):
+            assert all(torch.equal(a, b) for a, b in zip(eager, traced, strict=True))
+
+
+def test_skipping_the_reduction_gives_wrong_numbers(tiny_root):
+    """The row-parallel WO / w2 products are partial sums: a model that skips their all_reduce (each chip keeps its
+    own partial) is far from HF, so the collectives' sums are what the family tests check."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    hf = load_hf(path)
+    ref = hf_last_logits(hf, PROMPTS[0])
+    tokens, lens = torch.tensor([PROMPTS[0]], dtype=torch.int32), [len(PROMPTS[0])]
+    with open_mesh((1, 2)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        good = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
+        no_reduce = replace(tt.model.plan, devices=1)  # reduce_partials' single-chip path: no collective
+        for layer in tt.model.layers:
+            layer.attention.plan = layer.mlp.plan = no_reduce
+        bad = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
+    assert pcc(good, ref) >= 0.999
+    assert pcc(bad, ref) < 0.9
+
+
+def test_weight_cache_is_keyed_by_the_split(tiny_root, tmp_path, monkeypatch):
+    """The same checkpoint converted for 1 and for 2 chips lands in different cache files, and the 2-chip model
+    built after the 1-chip one (cache present) still computes the right numbers."""
+    monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path))
+    path = make_wide_model("llama_mha_tied_llama3", tiny_root)
+    ref = hf_last_logits(load_hf(path), PROMPTS[0])
+    tokens, lens = torch.tensor([PROMPTS[0]], dtype=torch.int32), [len(PROMPTS[0])]
+    single = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 24)
+    try:
+        build(path, single, "reference")
+    finally:
+        ttnn.close_mesh_device(single)
+    files = {p.name for p in tmp_path.rglob("*wqkv*")}
+    assert files and not any("-tp2" in f for f in files)
+    with open_mesh((1, 2)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        got = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
+    split = {p.name for p in tmp_path.rglob("*wqkv*")} - files
+    assert split and all("-tp2d3" in f for f in split)
+    assert pcc(got, ref) >= 0.999
+
+
+# --- refusals ---
+def _args(**kw) -> ModelArgs:
+    cfg = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=1,
+                      num_attention_heads=8, num_key_value_heads=2, **kw)
+    cfg.architectures = ["LlamaForCausalLM"]
+    return ModelArgs.from_hf_config(cfg)
+
+
+def test_splits_that_do_not_divide_are_refused():
+    plan = plan_tensor_parallel(_args(), (1, 8))
+    assert plan.n_heads == 1 and plan.hidden_dim == 64 and plan.vocab == 64
+    cases = [
+        (replace(_args(), n_heads=12), (1, 8), "12 attention heads do not split evenly"),
+        (replace(_args(), n_kv_heads=3, n_heads=12), (1, 2), "3 KV heads do not split evenly"),
+        (replace(_args(), n_kv_heads=3, n_heads=24), (1, 8), "3 KV heads cannot be replicated evenly"),
+        (replace(_args(), hidden_dim=480), (1, 8), "MLP size 480 does not split into whole tiles"),
+        (replace(_args(), vocab_size=513), (1, 2), "vocabulary 513 does not split evenly"),
+        (_args(), (2, 4), r"served as data parallel over its rows .*tt_data_parallel=2"),
+    ]
+    for args, shape, message in cases:
+        with pytest.raises(UnsupportedModelError, match=message):
+            plan_tensor_parallel(args, shape)
+
+
+def test_four_head_model_on_eight_chips_is_refused_at_load(tiny_root):
+    path = make_tiny_model("llama_gqa", tiny_root)  # 4 heads
+    with open_mesh((1, 8)) as mesh, pytest.raises(UnsupportedModelError, match="4 attention heads do not split"):
+        TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh, BATCH, MAX_SEQ, optimizations="reference")
+
+
+def test_model_that_does_not_fit_the_mesh_is_refused_with_the_numbers():
+    """Llama-3.1-70B's shapes in bf16 need about 17 GiB of weights per chip over 8 chips; a Wormhole chip has 12 GiB:
+    refused at load, before any weight is placed, with what it needs, what a chip has and how many chips it would
+    take. The same model with 2 layers loads (dummy weights)."""
+    cfg = LlamaConfig(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                      num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=131072)
+    cfg.architectures = ["LlamaForCausalLM"]
+    with open_mesh((1, 8)) as mesh:
+        with pytest.raises(UnsupportedModelError,
+                           match=r"does not fit a \(1, 8\) mesh: its weights take 1[6-9]\.\d+ GiB per chip with tensor "
+                                 r"parallel over 8 chips, a chip has 1[12]\.\d+ GiB of DRAM free .* needs about 1[2-4] "
+                                 r"chips"):
+            TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, optimizations="bf16", load_format="dummy")
+        tt = TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, n_layers=2, optimizations="bf16",
+                                                      load_format="dummy")
+        assert tt.model.plan.devices == 8 and tt.kv_cache_heads == 1
