@@ -23,6 +23,19 @@ from vllm_patches.tt_config import TTConfig
 logger = logging.getLogger(__name__)
 
 
+def fabric_for(ttnn: Any, num_devices: int, name: str | None) -> Any:
+    """The fabric a mesh of num_devices chips opens with: none for one chip; additional_config tt.fabric_config
+    names a ttnn.FabricConfig member, else FABRIC_1D (what tt_transformers uses on N300 / T3K rows)."""
+    if num_devices == 1 and name is None:
+        return None
+    choice = name or "FABRIC_1D"
+    try:
+        return getattr(ttnn.FabricConfig, choice)
+    except AttributeError:
+        known = [m for m in dir(ttnn.FabricConfig) if m.isupper()]
+        raise ValueError(f'additional_config["tt"]["fabric_config"]={name!r}: expected one of {known}') from None
+
+
 def dp_rank_devices(parallel: Any, per_rank: int) -> list[int] | None:
     """The chips this engine opens under vLLM's --data-parallel-size: local DP rank r takes the r-th group of
     `per_rank` chips (the mesh MESH_DEVICE names) from TT_VISIBLE_DEVICES (comma-separated ids), or from 0, 1, ...
@@ -51,6 +64,7 @@ class TTWorker(WorkerBase):
         # Platform class state does not cross into this process: re-read and re-validate here.
         self.tt = TTConfig.from_additional_config(vllm_config.additional_config)
         self.mesh_device: Any = None
+        self._fabric: Any = None  # the FabricConfig the mesh opened with (multi-chip meshes)
         self.model_runner = TTModelRunner(vllm_config, self.tt)
 
     # --- device ---
@@ -62,12 +76,17 @@ class TTWorker(WorkerBase):
         ttnn = get_ttnn()
         rows, cols = mesh_shape_from_env(1 if is_simulator(ttnn) else ttnn.get_num_devices())
         ids = dp_rank_devices(self.vllm_config.parallel_config, rows * cols)
+        self._fabric = fabric_for(ttnn, rows * cols, self.tt.fabric_config)
+        if self._fabric is not None:
+            # Collectives (tensor parallel) need the chip-to-chip fabric, chosen before the mesh opens.
+            ttnn.set_fabric_config(self._fabric)
         self.mesh_device = ttnn.open_mesh_device(
             ttnn.MeshShape(rows, cols), l1_small_size=self.tt.l1_small_size,
             trace_region_size=self.tt.trace_region_size, worker_l1_size=self.tt.worker_l1_size,
             physical_device_ids=ids)
-        logger.info("opened TT mesh %s on devices %s (%s)", (rows, cols), self.mesh_device.get_device_ids(),
-                    "simulator" if is_simulator(ttnn) else "ttnn")
+        logger.info("opened TT mesh %s on devices %s (%s%s)", (rows, cols), self.mesh_device.get_device_ids(),
+                    "simulator" if is_simulator(ttnn) else "ttnn",
+                    f", fabric {self._fabric.name}" if self._fabric is not None else "")
 
     def shutdown(self) -> None:
         if self.mesh_device is None:
@@ -79,6 +98,8 @@ class TTWorker(WorkerBase):
             model.release()
         get_ttnn().close_mesh_device(self.mesh_device)
         self.mesh_device = None
+        if self._fabric is not None:
+            get_ttnn().set_fabric_config(get_ttnn().FabricConfig.DISABLED)
 
     def synchronize_device(self) -> None:
         if self.mesh_device is not None:
@@ -104,16 +125,26 @@ class TTWorker(WorkerBase):
         a = model.model.args
         return (f"{type(model).__name__}(family={a.family}, layers={a.n_layers}, dim={a.dim}, heads={a.n_heads}, "
                 f"kv_heads={a.n_kv_heads}, head_dim={a.head_dim}, vocab={a.vocab_size}, "
-                f"optimizations={self.tt.optimizations}, mesh={tuple(self.mesh_device.shape)})")
+                f"optimizations={self.tt.optimizations}, mesh={tuple(self.mesh_device.shape)}, "
+                f"tensor_parallel={model.model.plan.devices})")
 
     def get_supported_tasks(self) -> tuple[str, ...]:
         return ("generate",)
 
     # --- KV cache ---
+    def _kv_heads(self) -> int:
+        """KV heads one chip caches: the model's share under tensor parallel over the mesh (vLLM's own count is for
+        vLLM's tensor parallel, which TT does not use). vLLM sizes its pages, and so the block count it derives
+        from determine_available_memory, with it."""
+        model = self.model_runner.model
+        if model is not None and hasattr(model, "kv_cache_heads"):
+            return model.kv_cache_heads
+        return self.model_config.get_num_kv_heads(self.parallel_config)
+
     def get_kv_cache_spec(self) -> dict[str, KVCacheSpec]:
         mc = self.model_config
         spec = FullAttentionSpec(block_size=self.cache_config.block_size,
-                                 num_kv_heads=mc.get_num_kv_heads(self.parallel_config),
+                                 num_kv_heads=self._kv_heads(),
                                  head_size=mc.get_head_size(), dtype=mc.dtype,
                                  sliding_window=getattr(mc.hf_text_config, "sliding_window", None))
         return {f"model.layers.{i}.self_attn": spec for i in range(mc.get_num_layers(self.parallel_config))}
@@ -137,8 +168,7 @@ class TTWorker(WorkerBase):
 
     def initialize_from_config(self, kv_cache_config: Any) -> None:
         mc = self.model_config
-        shape = (kv_cache_config.num_blocks, mc.get_num_kv_heads(self.parallel_config), self.cache_config.block_size,
-                 mc.get_head_size())
+        shape = (kv_cache_config.num_blocks, self._kv_heads(), self.cache_config.block_size, mc.get_head_size())
         runner = self.model_runner
         runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, mc.get_num_layers(self.parallel_config))
         logger.info("allocated TT KV cache: %d blocks of %d tokens", shape[0], shape[2])
