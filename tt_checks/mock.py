@@ -25,6 +25,9 @@ def open_mock_device(device: str, clusters: Path) -> tuple[Any, Any, Recorder]:
 
     logging.basicConfig(level=logging.WARNING)
     profile = load_device_profile(device)
+    if profile.num_devices > 1:
+        # As the vLLM worker opens a multi-chip mesh: the 1-D fabric first, which the collectives need.
+        ttnn.set_fabric_config(ttnn.FabricConfig.FABRIC_1D)
     mesh = ttnn.open_mesh_device(ttnn.MeshShape(*profile.mesh_shape), trace_region_size=profile.trace_region_size)
     rec = Recorder(ttnn, mesh)
     backend.use_ttnn(RecordingTTNN(ttnn, rec), f"real ttnn on a mock {device} (tt_checks)")

@@ -33,15 +33,27 @@ class Outcome:
     phases: dict[str, str]
 
 
-def family_model_dir(family: str, root: Path) -> Path:
-    """An HF directory for the family: a tiny random model of the test suite, or SmolLM2 with its real weights."""
+def family_model_dir(family: str, root: Path, wide: bool = False) -> Path:
+    """An HF directory for the family: a tiny random model of the test suite (wide: with 8 heads, as the tensor-
+    parallel tests widen them), or SmolLM2 with its real weights."""
     if family == "smollm2":
         from tt_models.checkpoint import default_model_dir
 
         return default_model_dir()
+    if wide:
+        from tests.models.tiny import make_wide_model
+
+        return make_wide_model(family, root)
     from tests.models.tiny import make_tiny_model
 
     return make_tiny_model(family, root)
+
+
+def splits_over(model_dir: Path, chips: int) -> bool:
+    """Whether tensor parallel over `chips` divides the model's query heads (what the TP plan requires first)."""
+    import json
+
+    return json.loads((model_dir / "config.json").read_text())["num_attention_heads"] % chips == 0
 
 
 def families() -> list[str]:
@@ -74,8 +86,8 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
 
     def kv() -> None:
         a = state["m"].model.args
-        state["kv"] = state["m"].allocate_kv_cache((num_blocks, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
-                                                   a.n_layers)
+        state["kv"] = state["m"].allocate_kv_cache((num_blocks, state["m"].kv_cache_heads, BLOCK, a.head_dim),
+                                                   torch.bfloat16, a.n_layers)
 
     def warmup() -> None:
         state["m"].warmup_model_prefill(state["kv"], enable_trace=False)

@@ -37,3 +37,10 @@ def test_vllm_runner_host_time_smoke(tmp_path):
     r = run_bench(tmp_path, "bench_vllm_plugin.py", "runner")
     step = r["batch32_ctx2048"]
     assert step["total"] >= step["sampler"] > 0 and step["runner_only"] >= 0
+
+
+def test_mesh_decode_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_mesh_decode.py", "--hidden", "256", "--layers", "1", "--vocab", "512", "--batch",
+                  "4", "--steps", "1", "--meshes", "1x1,1x2", "--replicas", "2")
+    assert r["tp_decode_step_ms_1x1"] > 0 and r["tp_ratio_1x2_over_1x1"] > 0
+    assert r["dp_step_ms"] >= r["dp_replicas_decode_ms"] > 0 and r["dp_total_batch"] == 8
