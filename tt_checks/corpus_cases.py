@@ -564,6 +564,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
         cases_eltwise,
         cases_misc,
         cases_options,
+        cases_penalties,
         cases_sampling,
         cases_sdpa_prefill,
     )
@@ -574,3 +575,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_misc.cases()
     yield from cases_options.cases()
     yield from cases_sampling.cases()
+    yield from cases_penalties.cases()

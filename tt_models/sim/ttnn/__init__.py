@@ -79,10 +79,11 @@ from .device import (
     open_mesh_device,
     synchronize_device,
 )
-from .eltwise import add, fill, mul, multiply, silu, softmax
+from .eltwise import add, eq, exp, fill, ge, gt, log, mul, multiply, silu, softmax, sub, subtract
 from .embedding import EmbeddingsType, embedding
 from .errors import TTError
 from .events import MeshEvent, event_synchronize, record_event, wait_for_event
+from .generic_reduction import sum  # noqa: A004  (ttnn.sum)
 from .golden import get_golden_function
 from .matmul import linear, matmul
 from .memory import (

@@ -1,4 +1,5 @@
-"""Element-wise ops: add, mul (binary_ng, with fused input activations), silu and fill (unary), softmax.
+"""Element-wise ops: add, mul, sub and the comparisons gt / ge / eq (binary_ng, with fused input activations), silu,
+exp, log and fill (unary), softmax.
 
 Output placement follows ttnn 0.81.1 as measured: a binary op's output defaults to A's memory config, except that a
 DRAM-interleaved A next to a sharded B gives B's; a sharded request without a shard spec takes the sharded input's
@@ -106,9 +107,15 @@ class _BinaryRules:
 
 
 def _binary_rules(op: str) -> _BinaryRules:
-    """add and mul run the same device op: the same rules, each broken by the op's own cases."""
+    """add, mul, sub and the comparisons run the same device op: the same rules, each broken by the op's own cases.
+    Only multiply takes a scalar an integer tensor cannot hold (it computes in floating point), and the comparisons
+    take UINT8 as UINT16 before any dtype check (measured: uint8 in, uint16 out)."""
     R = rules(op, _NG)
     p = op
+    scalar_cases = ("add/int32-scalar-fraction", "add/uint32-scalar-fraction", "add/int32-scalar-too-big",
+                    "add/int32-scalar") if op == "add" else (f"{p}/int32-scalar-fraction", f"{p}/int32-scalar")
+    compare = op in _COMPARE
+    uint8 = "the comparisons read UINT8 as UINT16 first (measured), and UINT16 is supported"
     return _BinaryRules(
         dtype_vs_output=R("If both output dtype and output tensor are provided, their dtypes should match",
                           f"{p}/output-tensor-dtype-mismatch", f"{p}/output-tensor", source=_BINARY_CPP),
@@ -116,17 +123,17 @@ def _binary_rules(op: str) -> _BinaryRules:
                            "operations", f"{p}/row-major-output-tensor", f"{p}/row-major", source=_BINARY_CPP),
         scalar=R("Binary operation {} with a {} tensor cannot represent the scalar {}: only a finite integer within "
                  "the range of {} survives being packed as one, and this value would be changed silently. Typecast "
-                 "the input to a floating-point dtype first.", "add/int32-scalar-fraction",
-                 "add/uint32-scalar-fraction", "add/int32-scalar-too-big", "add/int32-scalar",
-                 source=_BINARY_CPP) if op == "add" else None,
+                 "the input to a floating-point dtype first.", *scalar_cases,
+                 source=_BINARY_CPP) if op != "mul" else None,
         on_device_a=R("Input tensor A must be on device, got storage type: {}", f"{p}/host-a", f"{p}/ok"),
         on_device_b=R("Input tensor B must be on device, got storage type: {}", f"{p}/host-b", f"{p}/ok"),
         subtile=R("Invalid subtile broadcast type", f"{p}/bcast-w-64-vs-32", f"{p}/ok"),
         output_shape=R("Shape of Output tensor {} provided does not match the broadcasted output shape {}",
                        f"{p}/output-tensor-wrong-shape", f"{p}/output-tensor"),
-        dtype_a=R("Input tensor A dtype {} is not supported for binary operation {}", f"{p}/uint8-row-major",
-                  f"{p}/ok"),
-        dtype_b=R("Input tensor B dtype {} is not supported for binary operation {}", f"{p}/bf16-uint8", f"{p}/ok"),
+        dtype_a=R("Input tensor A dtype {} is not supported for binary operation {}",
+                  *(() if compare else (f"{p}/uint8-row-major", f"{p}/ok")), unreachable=uint8 if compare else ""),
+        dtype_b=R("Input tensor B dtype {} is not supported for binary operation {}",
+                  *(() if compare else (f"{p}/bf16-uint8", f"{p}/ok")), unreachable=uint8 if compare else ""),
         mixed=R("Mixed dtype is not supported for binary operation {}, dtype A: {}, dtype B: {}",
                 f"{p}/int32-uint32", f"{p}/int32"),
         broadcast=R("Broadcasting rule violation at dimension index {} (output rank {}), dim a: {}, dim b: {}",
@@ -137,8 +144,9 @@ def _binary_rules(op: str) -> _BinaryRules:
     )
 
 
-_BINARY = {"add": _binary_rules("add"), "mul": _binary_rules("mul")}
-_OP_TYPE = {"add": "BinaryOpType::ADD", "mul": "BinaryOpType::MUL"}
+_COMPARE = ("gt", "ge", "eq")
+_BINARY = {op: _binary_rules(op) for op in ("add", "mul", "sub", *_COMPARE)}
+_OP_TYPE = {op: f"BinaryOpType::{op.upper()}" for op in _BINARY}
 # The range of scalars an integer tensor takes as an exact integer (uint32 also takes negative int32 bit patterns).
 _SCALAR_RANGE = {DataType.INT32: (-(2**31), 2**31 - 1), DataType.UINT32: (-(2**31), 2**32 - 1)}
 
@@ -200,6 +208,9 @@ def _binary(op: str, fn: Any, a: Any, b: Any, dtype: DataType | None, memory_con
     if output_tensor is not None:
         R.row_major_output.require(not (a.layout == Layout.ROW_MAJOR and (bt is None or bt.layout == Layout.ROW_MAJOR)))
     a_dtype, b_dtype = a.dtype, bt.dtype if bt is not None else None
+    if op in _COMPARE:  # typecast to UINT16 before the device op sees them
+        a_dtype = DataType.UINT16 if a_dtype == DataType.UINT8 else a_dtype
+        b_dtype = DataType.UINT16 if b_dtype == DataType.UINT8 else b_dtype
     if bt is None and a.dtype in _INT32S and not _representable(b, a.dtype):
         if R.scalar is not None:
             raise R.scalar.error(_OP_TYPE[op], _dt(a.dtype), _fmt_scalar(b), _dt(a.dtype))
@@ -258,13 +269,17 @@ def _binary(op: str, fn: Any, a: Any, b: Any, dtype: DataType | None, memory_con
             y = apply_activations(op, f32(y), b_acts)
         return apply_activations(op, fn(x, y), activations)
 
-    shards = per_device(compute, a, b)
     if output_tensor is not None:
-        shards = [s.reshape(tuple(output_tensor.shape)) for s in shards]
-        out = output(a, shards, out_dtype, output_tensor.layout, output_tensor.memory_config())
-        output_tensor._rebind(out)
+        # Written into the preallocated buffer itself (which may be an input: add(x, y, output_tensor=x)), so a
+        # trace replay updates the very tensor the caller holds, as the device does; nothing is allocated.
+        shape = tuple(output_tensor.shape)
+
+        def write(dst: torch.Tensor, x: torch.Tensor, y: Any) -> None:
+            dst.copy_(store_as(compute(x, y).reshape(shape), out_dtype))
+
+        per_device_write(write, output_tensor, a, b)
         return output_tensor
-    return output(a, shards, out_dtype, layout, out_mc)
+    return output(a, per_device(compute, a, b), out_dtype, layout, out_mc)
 
 
 @device_op(kernel_replay=True)
@@ -308,6 +323,48 @@ def mul(
 multiply = mul
 
 
+@device_op(kernel_replay=True)
+def sub(
+    input_tensor_a: Tensor,
+    input_tensor_b: Any,
+    *,
+    fast_and_approximate_mode: bool = True,
+    dtype: DataType | None = None,
+    memory_config: MemoryConfig | None = None,
+    output_tensor: Tensor | None = None,
+    activations: Any = None,
+    input_tensor_a_activations: Any = None,
+    input_tensor_b_activations: Any = None,
+    sub_core_grids: Any = None,
+    sub_device_id: Any = None,
+) -> Tensor:
+    return _binary("sub", torch.sub, input_tensor_a, input_tensor_b, dtype, memory_config, output_tensor,
+                   activations, input_tensor_a_activations, input_tensor_b_activations)
+
+
+subtract = sub
+
+
+def _comparison(op: str, fn: Any) -> Any:
+    """gt / ge / eq: add's signature without fast_and_approximate_mode, as the real nanobind signatures read. The
+    result is 1.0 where true and 0.0 where false, in input A's dtype."""
+
+    def run(input_tensor_a: Tensor, input_tensor_b: Any, *, dtype: DataType | None = None,
+            memory_config: MemoryConfig | None = None, output_tensor: Tensor | None = None, activations: Any = None,
+            input_tensor_a_activations: Any = None, input_tensor_b_activations: Any = None,
+            sub_core_grids: Any = None, sub_device_id: Any = None) -> Tensor:
+        return _binary(op, lambda x, y: fn(x, y).to(x.dtype), input_tensor_a, input_tensor_b, dtype, memory_config,
+                       output_tensor, activations, input_tensor_a_activations, input_tensor_b_activations)
+
+    run.__name__ = run.__qualname__ = op
+    return device_op(kernel_replay=True)(run)
+
+
+gt = _comparison("gt", torch.gt)
+ge = _comparison("ge", torch.ge)
+eq = _comparison("eq", torch.eq)
+
+
 # ---------------- unary (silu, fill) ----------------
 _UNARY = "eltwise/unary/device/unary_device_operation.cpp"
 # Output dtypes a float input may be written into through a preallocated output tensor.
@@ -345,6 +402,8 @@ def _unary_rules(op: str, p: str, int_dtypes: tuple[DataType, ...], int_cases: t
 
 _SILU = _unary_rules("silu", "silu", INT_TYPES, ("silu/int32", "silu/uint32", "silu/uint16", "silu/uint8",
                                                  "silu/int32-row-major", "silu/int32-output-row-major", "silu/ok"))
+_EXP, _LOG = (_unary_rules(op, op, INT_TYPES, tuple(f"{op}/{c}" for c in (
+    "int32", "uint32", "uint16", "uint8", "int32-row-major", "int32-output-row-major", "ok"))) for op in ("exp", "log"))
 # FILL writes every integer dtype but UINT8.
 _FILL = _unary_rules("fill", "fill-op", (DataType.UINT8,), ("fill-op/uint8", "fill-op/uint8-tile", "fill-op/int32"))
 
@@ -379,6 +438,24 @@ def silu(input_tensor: Tensor, *, memory_config: MemoryConfig | None = None,
         output_tensor._rebind(output(input_tensor, shards, output_tensor.dtype, None, out_mc))
         return output_tensor
     return output(input_tensor, shards, None, None, out_mc)
+
+
+def _float_unary(kind: str, R: _UnaryRules, fn: Any) -> Any:
+    def run(input_tensor: Tensor, *, fast_and_approximate_mode: bool = False, memory_config: MemoryConfig | None = None,
+            output_tensor: Tensor | None = None, sub_core_grids: Any = None) -> Tensor:
+        out_mc = _unary_validate(R, kind, input_tensor, output_tensor, memory_config)
+        shards = per_device(lambda x: fn(f32(x)), input_tensor)
+        if output_tensor is not None:  # written in the preallocated tensor's dtype and place
+            output_tensor._rebind(output(input_tensor, shards, output_tensor.dtype, None, out_mc))
+            return output_tensor
+        return output(input_tensor, shards, None, None, out_mc)
+
+    run.__name__ = run.__qualname__ = kind
+    return device_op(kernel_replay=True)(run)
+
+
+exp = _float_unary("exp", _EXP, torch.exp)
+log = _float_unary("log", _LOG, torch.log)
 
 
 @device_op(kernel_replay=True)

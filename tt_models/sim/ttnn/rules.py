@@ -69,8 +69,8 @@ def all_rules() -> list[Rule]:
     # Importing the op modules registers their rules.
     import importlib
 
-    for module in ("conversion", "data_movement", "eltwise", "embedding", "experimental", "heads", "matmul",
-                   "normalization", "padding", "paged_cache", "placement", "reduction", "rotary", "sampling",
+    for module in ("conversion", "data_movement", "eltwise", "embedding", "experimental", "generic_reduction", "heads",
+                   "matmul", "normalization", "padding", "paged_cache", "placement", "reduction", "rotary", "sampling",
                    "sdpa_decode", "transformer"):
         importlib.import_module(f"{__package__}.{module}")
 
