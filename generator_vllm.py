@@ -8,6 +8,7 @@ results back; `warmup_model_prefill` / `warmup_model_decode` compile and capture
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,15 +168,22 @@ class TTCausalLM(Generator):
 
     def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
                         sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
-                        start_pos: Any = None, **_: Any) -> torch.Tensor:
-        logits = self.prefill_forward_text(tokens, page_table, kv_cache, prompt_lens, start_pos, empty_slots)
+                        start_pos: Any = None, return_prompt_logits: Sequence[bool] | None = None,
+                        **_: Any) -> Any:
+        """Last-token logits [B, 1, vocab] (or greedy token ids [B] with all-greedy sampling_params).
+        return_prompt_logits (a flag per prompt): returns (that, per prompt None or the float32 logits
+        [prompt_len - start_pos, vocab] of every position prefilled), for vLLM's prompt logprobs."""
         mode = sampling_mode(sampling_params)
         if mode == "sample":
             raise ValueError("prefill samples greedily on device; other sampling parameters go to the host "
                              "(sampling_params=None) for the first token")
-        if mode == "argmax":
-            return logits[:, 0].argmax(-1)
-        return logits
+        every = None
+        logits = self.prefill_forward_text(tokens, page_table, kv_cache, prompt_lens, start_pos, empty_slots,
+                                           prompt_logits=return_prompt_logits)
+        if return_prompt_logits is not None:
+            logits, every = logits
+        out = logits[:, 0].argmax(-1) if mode == "argmax" else logits
+        return (out, every) if return_prompt_logits is not None else out
 
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,

@@ -93,7 +93,9 @@ class DataParallel:
             raise ValueError(f"empty_slots {bad} outside 0..{self.max_batch_size - 1}")
         lens = [int(x) for x in prompt_lens]
         starts = [int(x) for x in start_pos] if start_pos is not None else None
+        wanted = kw.pop("return_prompt_logits", None)
         out: list[Any] = [None] * n
+        every: list[Any] = [None] * n
         for r, replica in enumerate(self.replicas):
             rows = [i for i, s in enumerate(slots) if s // self.per_replica == r]
             if not rows:
@@ -101,10 +103,15 @@ class DataParallel:
             res = replica.prefill_forward(
                 tokens[rows], page_table[rows], self._kv(kv_cache, r), [lens[i] for i in rows],
                 sampling_params=sampling_params, empty_slots=[slots[i] % self.per_replica for i in rows],
-                start_pos=[starts[i] for i in rows] if starts is not None else None, **kw)
+                start_pos=[starts[i] for i in rows] if starts is not None else None,
+                return_prompt_logits=[wanted[i] for i in rows] if wanted is not None else None, **kw)
+            if wanted is not None:
+                res, res_every = res
+                for j, i in enumerate(rows):
+                    every[i] = res_every[j]
             for j, i in enumerate(rows):
                 out[i] = res[j]
-        return torch.stack(out)
+        return (torch.stack(out), every) if wanted is not None else torch.stack(out)
 
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,

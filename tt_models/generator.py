@@ -4,6 +4,7 @@ batched decode with a captured trace replayed on fresh inputs."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,13 +55,21 @@ class Generator:
 
     # ---------------- prefill ----------------
     def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
-                             prompt_lens: Any, start_pos: Any = None, empty_slots: Any = None) -> torch.Tensor:
-        """Returns float32 logits [B, 1, vocab] of each prompt's last token."""
+                             prompt_lens: Any, start_pos: Any = None, empty_slots: Any = None,
+                             prompt_logits: Sequence[bool] | None = None) -> Any:
+        """Returns float32 logits [B, 1, vocab] of each prompt's last token. With `prompt_logits` (one flag per
+        prompt) returns (those logits, per prompt: None, or when flagged float32 logits [n - start, vocab] of every
+        position computed, start_pos .. prompt_len - 1). The extra logits cost an LM head pass and a read-back per 32
+        rows, so only prompts that ask for them (prompt logprobs) pay it."""
         layer_caches = kv_cache[0]
         block_size = layer_caches[0][0].shape[2]
         lens = [int(x) for x in prompt_lens]
         starts = [int(x) for x in start_pos] if start_pos is not None else [0] * len(lens)
         out = torch.empty(len(lens), 1, self.model.args.vocab_size)
+        wanted = list(prompt_logits) if prompt_logits is not None else [False] * len(lens)
+        if len(wanted) != len(lens):
+            raise ValueError(f"prompt_logits has {len(wanted)} flags for {len(lens)} prompts")
+        every: list[torch.Tensor | None] = [None] * len(lens)
         for i, (n, start) in enumerate(zip(lens, starts, strict=True)):
             if n > self.max_seq_len:
                 raise ValueError(f"prompt of {n} tokens is longer than max_seq_len {self.max_seq_len}")
@@ -71,13 +80,19 @@ class Generator:
             if not 0 <= start < n or start % block_size:
                 raise ValueError(f"start_pos {start} must be a whole number of blocks ({block_size}) below {n}")
             row = page_table[i, : -(-n // block_size)].to(torch.int32)
-            out[i, 0] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size)
-        return out
+            if wanted[i]:
+                every[i] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size, every_row=True)
+                out[i, 0] = every[i][-1]
+            else:
+                out[i, 0] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size)
+        return (out, every) if prompt_logits is not None else out
 
     def _prefill_user(self, tokens: torch.Tensor, start: int, page_row: torch.Tensor, caches: list,
-                      block_size: int) -> torch.Tensor:
+                      block_size: int, every_row: bool = False) -> torch.Tensor:
+        """The last token's logits [vocab]; every_row: the logits [n - start, vocab] of every position from start."""
         n = tokens.shape[0]
         chunk = start
+        rows: list[torch.Tensor] = []
         while True:
             # Chunks start on block boundaries; each but the last is max_prefill_chunk long.
             length = min(n - chunk, self.max_prefill_chunk)
@@ -98,9 +113,18 @@ class Generator:
             logits = self.model.prefill(self._to_device(ids.reshape(1, 1, 1, -1), ttnn.uint32), chunk,
                                         last if is_last else None, caches,
                                         self._to_device(table, ttnn.int32), user_id=0, chunk_page_table=chunk_table,
-                                        fill_len=(end_block - first_block) * block_size)
+                                        fill_len=(end_block - first_block) * block_size, return_hidden=every_row)
+            if every_row:
+                # One tile of logits at a time through the LM head and back to the host: the whole [S, vocab] would
+                # not fit in L1.
+                for t0 in range(0, length, TILE):
+                    tile = self.model.to_host(self.model.logits_tile(logits, t0), vocab_sliced=True)
+                    rows.append(tile[0, 0, : min(TILE, length - t0)].float())
+                ttnn.deallocate(logits)
             chunk += length
             if is_last:
+                if every_row:
+                    return torch.cat(rows)
                 return self.model.to_host(logits, vocab_sliced=True)[0, 0, last % TILE].float()
 
     def _to_device(self, t: torch.Tensor, dtype: Any) -> Any:

@@ -117,9 +117,11 @@ class Transformer:
         return logits
 
     def prefill(self, tokens: Any, start: int, last_token_idx: int | None, kv_cache: list, page_table: Any,
-                user_id: int = 0, chunk_page_table: Any = None, fill_len: int | None = None) -> Any:
+                user_id: int = 0, chunk_page_table: Any = None, fill_len: int | None = None,
+                return_hidden: bool = False) -> Any:
         """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] of the tile holding
-        row last_token_idx; None (a chunk before the last) only fills the cache."""
+        row last_token_idx; None (a chunk before the last) only fills the cache. return_hidden: the final hidden
+        states [1, 1, S, dim] instead, for `logits_tile` on any rows (prompt logprobs)."""
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
@@ -130,11 +132,17 @@ class Transformer:
         for layer, cache in zip(self.layers, kv_cache, strict=True):
             x = layer.prefill(x, rot, cache, page_table, user_id, chunk_start=start,
                               chunk_page_table=chunk_page_table, fill_len=fill_len)
+        if return_hidden:
+            return x
         if last_token_idx is None:
             return None
         # Only the tile holding the last prompt token goes through the final norm and the LM head.
-        t0 = (last_token_idx // TILE) * TILE
-        x = ttnn.slice(x, [0, 0, t0, 0], [1, 1, t0 + TILE, self.args.dim])
+        return self.logits_tile(x, last_token_idx)
+
+    def logits_tile(self, hidden: Any, row: int) -> Any:
+        """Logits [1, 1, 32, vocab] of the 32-row tile of prefill hidden states [1, 1, S, dim] holding `row`."""
+        t0 = (row // TILE) * TILE
+        x = ttnn.slice(hidden, [0, 0, t0, 0], [1, 1, t0 + TILE, self.args.dim])
         return self._head(ttnn.to_memory_config(x, self.layouts.decode.residual))
 
     def _decode_rot(self, rot_idxs: Any) -> Rot:

@@ -27,6 +27,7 @@ from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
 from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
+from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig
 
 logger = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class TTModelRunner:
             logitsprocs_need_output_token_ids=bool(custom),
         )
         self.sampler = Sampler(logprobs_mode=mc.logprobs_mode)
+        self.prompt_logprobs = PromptLogprobs(self.vocab_size, mc.logprobs_mode)
         self.requests: dict[str, CachedRequestState] = {}
         self.model: Any = None
         self.kv_cache: Any = None
@@ -76,6 +78,7 @@ class TTModelRunner:
         for req_id in so.finished_req_ids:
             self.requests.pop(req_id, None)
             self.slot_of.pop(req_id, None)
+            self.prompt_logprobs.remove(req_id)
             batch.remove_request(req_id)
         for req_id in so.preempted_req_ids or ():
             self.slot_of.pop(req_id, None)  # its KV is gone; it is prefilled again into a new slot
@@ -97,6 +100,7 @@ class TTModelRunner:
                 output_token_ids=[], lora_request=None,
             )
             self.requests[new.req_id] = state
+            self.prompt_logprobs.add(new.req_id, sp)
             batch.add_request(state)
 
         cached = so.scheduled_cached_reqs
@@ -242,9 +246,18 @@ class TTModelRunner:
         # Structured outputs: vLLM's grammar bitmask is applied to the logits on the host, so such a step samples
         # there (the device's greedy pick could be a token the grammar forbids).
         device_params = self._device_sampling(prefill) if grammar_output is None else None
+        prompt_logprobs = {}
         if prefill:
+            inputs = self.prefill_inputs(so)
+            # Requests asking for prompt logprobs get every prefilled position's logits back too.
+            wanted = self.prompt_logprobs.wanted(batch.req_ids)
             out = self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=device_params,
-                                             **self.prefill_inputs(so))
+                                             return_prompt_logits=wanted, **inputs)
+            if wanted is not None:
+                out, every = out
+                prompt_logprobs = self.prompt_logprobs.collect(list(batch.req_ids), self.requests,
+                                                               so.num_scheduled_tokens, every,
+                                                               inputs["start_pos"].tolist())
         else:
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
@@ -282,4 +295,4 @@ class TTModelRunner:
         req_ids = list(batch.req_ids)
         return ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
                                  sampled_token_ids=[[] if i in partial else [t] for i, t in enumerate(sampled)],
-                                 logprobs=logprobs)
+                                 logprobs=logprobs, prompt_logprobs_dict=prompt_logprobs)

@@ -88,8 +88,6 @@ class TTPlatform(Platform):
 
         if not isinstance(params, SamplingParams):
             raise ValueError("TT serves text generation only: pooling requests are not supported")
-        if params.prompt_logprobs is not None:
-            raise ValueError("prompt_logprobs are not supported on TT")
         if params.logprobs is not None and params.logprobs > MAX_LOGPROBS:
             raise ValueError(f"logprobs={params.logprobs}: TT returns at most {MAX_LOGPROBS}")
 

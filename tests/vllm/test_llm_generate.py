@@ -93,7 +93,6 @@ def test_too_long_prompt_is_refused_and_others_finish(llm):
 
 
 @pytest.mark.parametrize("params,match", [
-    (dict(prompt_logprobs=1), "prompt_logprobs are not supported on TT"),
     (dict(logprobs=21), "logprobs of 21, which is greater than max allowed: 20"),
 ])
 def test_unsupported_options_get_clear_errors(llm, params, match):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import openai
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,3 +101,51 @@ def test_structured_outputs_over_http(server):
     r = server.completions.create(model="smollm2", prompt="Is the sky blue? Answer:", max_tokens=4, temperature=0,
                                   extra_body={"structured_outputs": {"choice": ["yes", "no"]}})
     assert r.choices[0].text in ("yes", "no")
+
+
+@pytest.fixture(scope="module")
+def hf_logprobs(smollm2_dir):
+    from tests.models.tiny import load_hf
+
+    hf = load_hf(smollm2_dir)
+
+    def run(ids: list[int]) -> torch.Tensor:
+        with torch.no_grad():
+            return hf(torch.tensor([ids])).logits[0].float().log_softmax(-1)
+
+    return run
+
+
+def test_echo_with_logprobs_scores_the_prompt(server, hf_logprobs):
+    """completions echo=True, logprobs=2: the prompt's tokens come back with their logprobs (None for the first),
+    equal to HF's log_softmax, and each position's top 2."""
+    r = server.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=1, temperature=0,
+                                  echo=True, logprobs=2, extra_body={"return_token_ids": True})
+    choice = r.choices[0]
+    ids = list(choice.prompt_token_ids)
+    lp = choice.logprobs
+    assert "".join(lp.tokens[: len(ids)]) == "The capital of France is"
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    ref = hf_logprobs(ids)
+    for pos in range(1, len(ids)):
+        expect = ref[pos - 1]
+        assert abs(lp.token_logprobs[pos] - float(expect[ids[pos]])) <= 1e-3, pos
+        top = sorted(lp.top_logprobs[pos].values(), reverse=True)[:2]
+        assert max(abs(a - float(b)) for a, b in zip(top, torch.topk(expect, 2).values, strict=True)) <= 1e-3, pos
+    assert len(lp.tokens) == len(ids) + 1  # the prompt, then the generated token
+
+
+def test_chat_prompt_logprobs(server, hf_logprobs):
+    """chat/completions with prompt_logprobs (vLLM's extra parameter): one entry per prompt token of the templated
+    conversation, None first, then the token's logprob and rank as HF computes them."""
+    r = server.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Name a color."}],
+                                       max_tokens=2, temperature=0,
+                                       extra_body={"prompt_logprobs": 1, "return_token_ids": True})
+    ids = list(r.prompt_token_ids)
+    plp = r.prompt_logprobs
+    assert len(plp) == len(ids) and plp[0] is None
+    ref = hf_logprobs(ids)
+    for pos in range(1, len(ids)):
+        entry, expect = plp[pos][str(ids[pos])], ref[pos - 1]
+        assert abs(entry["logprob"] - float(expect[ids[pos]])) <= 1e-3, pos
+        assert entry["rank"] == 1 + int((expect > expect[ids[pos]]).sum()), pos
