@@ -84,12 +84,16 @@ class TTPlatform(Platform):
 
     @classmethod
     def validate_request(cls, processed_inputs: Any, params: Any) -> None:
+        """Per-request refusals. Raised as vLLM's client error: the OpenAI server answers those with a 400 naming
+        the problem, where any other exception from the engine client becomes a 500 with an empty message."""
+        from vllm.exceptions import VLLMValidationError
         from vllm.sampling_params import SamplingParams
 
         if not isinstance(params, SamplingParams):
-            raise ValueError("TT serves text generation only: pooling requests are not supported")
+            raise VLLMValidationError("TT serves text generation only: pooling requests are not supported")
         if params.logprobs is not None and params.logprobs > MAX_LOGPROBS:
-            raise ValueError(f"logprobs={params.logprobs}: TT returns at most {MAX_LOGPROBS}")
+            raise VLLMValidationError(f"logprobs={params.logprobs}: TT returns at most {MAX_LOGPROBS}",
+                                      parameter="logprobs", value=params.logprobs)
 
     @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
@@ -108,6 +112,8 @@ class TTPlatform(Platform):
             raise ValueError("encoder-decoder models are not supported on TT")
         if model is not None and model.runner_type == "pooling":
             raise ValueError("pooling models are not supported on TT")
+        if model is not None and model.enable_prompt_embeds:
+            raise ValueError("enable_prompt_embeds is not supported on TT: TT models embed token ids on the device")
         tt = TTConfig.from_additional_config(vllm_config.additional_config)
 
         parallel.worker_cls = "vllm_patches.worker.TTWorker"

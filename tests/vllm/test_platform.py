@@ -87,6 +87,7 @@ def test_settings_applied(smollm2_dir):
     (dict(tensor_parallel_size=3), "TT shards models across its own mesh"),
     (dict(pipeline_parallel_size=2), "pipeline_parallel_size=1 on the vLLM side"),
     (dict(enable_lora=True), "LoRA is not supported on TT"),
+    (dict(enable_prompt_embeds=True), "enable_prompt_embeds is not supported on TT"),
     (dict(block_size=48), "multiple of 32"),
     (dict(max_num_seqs=33), r"max_num_seqs=33: one TT device decodes at most 32 users.*data parallel"),
     (dict(max_num_seqs=None), r"max_num_seqs=\d+: .*vLLM's defaults are larger"),
@@ -103,3 +104,19 @@ def test_tt_config_defaults():
     tt = TTConfig.from_additional_config({})
     assert tt.trace_decode and tt.optimizations == "performance" and not tt.sample_on_device(prefill=False)
     assert TTConfig.from_additional_config({"tt": {"sample_on_device_mode": "decode_only"}}).sample_on_device(False)
+
+
+def test_request_refusals_are_client_errors():
+    """Per-request refusals are vLLM's VLLMValidationError, which its server answers with a 400 (a plain ValueError
+    from the engine client becomes a 500 with no message); tests/vllm/test_server.py checks it over HTTP."""
+    from vllm.exceptions import VLLMValidationError
+    from vllm.pooling_params import PoolingParams
+    from vllm.sampling_params import SamplingParams
+
+    from vllm_patches.platform import TTPlatform
+
+    with pytest.raises(VLLMValidationError, match="pooling requests are not supported"):
+        TTPlatform.validate_request(None, PoolingParams())
+    with pytest.raises(VLLMValidationError, match="logprobs=21: TT returns at most 20"):
+        TTPlatform.validate_request(None, SamplingParams(logprobs=21))
+    TTPlatform.validate_request(None, SamplingParams(logprobs=20, prompt_logprobs=20))

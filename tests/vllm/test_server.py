@@ -29,7 +29,8 @@ def server(smollm2_dir):
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", smollm2_dir, "--port", str(port),
          "--max_num_seqs", "4", "--max_model_len", "512", "--served-model-name", "smollm2",
-         "--additional-config", '{"tt": {"optimizations": "reference"}}'],
+         # Above TT's own logprobs limit (20), so that requests between the two reach the platform's refusal.
+         "--max-logprobs", "25", "--additional-config", '{"tt": {"optimizations": "reference"}}'],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=120, max_retries=0)
     deadline = time.time() + 240
@@ -82,6 +83,24 @@ def test_keeps_serving_after_bad_requests(server):
         server.completions.create(model="smollm2", prompt="hi", max_tokens=4, logprobs=50)
     r = server.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=4, temperature=0)
     assert r.choices[0].text.strip()
+
+
+def test_tt_refusals_are_400s_naming_the_problem(server):
+    """What the TT platform refuses per request answers 400 with its reason (vLLM turns any other exception from the
+    engine client into a 500 with an empty message), and the server keeps serving."""
+    with pytest.raises(openai.BadRequestError, match=r"logprobs=22: TT returns at most 20") as err:
+        server.completions.create(model="smollm2", prompt="hi", max_tokens=2, logprobs=22)
+    assert err.value.body["param"] == "logprobs"
+    with pytest.raises(openai.BadRequestError, match=r"logprobs=21: TT returns at most 20"):
+        server.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                       logprobs=True, top_logprobs=21)
+    # Streamed: the response has started (200), so the error comes as the stream's error event, a 400 all the same.
+    with pytest.raises(openai.APIError, match=r"logprobs=23: TT returns at most 20") as err:
+        list(server.completions.create(model="smollm2", prompt="hi", max_tokens=2, logprobs=23, stream=True))
+    assert err.value.body["code"] == 400 and err.value.body["type"] == "BadRequestError"
+    r = server.completions.create(model="smollm2", prompt="The capital of France is", max_tokens=4, temperature=0,
+                                  logprobs=20)
+    assert len(r.choices[0].logprobs.top_logprobs[0]) >= 20
 
 
 def test_structured_outputs_over_http(server):
