@@ -5,6 +5,12 @@ step buys nothing. Waiting requests are admitted in a prefill-only step while th
 otherwise the step decodes the running batch, which never exceeds max_num_seqs. With chunked prefill (a token budget
 below the longest prompt), a long prompt is prefilled one chunk per prefill step, and a decode step runs between
 its chunks so the running requests keep streaming.
+
+Priority scheduling (--scheduling-policy priority) keeps vLLM's semantics: prefill steps admit from vLLM's
+priority-ordered waiting queue, and a decode step that runs out of KV blocks preempts the lowest-priority running
+request (tests/vllm/test_priority.py). One difference: the next chunk of a prompt prefilled across steps that finds
+no free KV blocks can only preempt prompts being chunked (the decoding requests are hidden from a prefill step),
+where vLLM's mixed step could preempt a lower-priority decoding request instead.
 """
 
 from __future__ import annotations
