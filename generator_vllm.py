@@ -20,11 +20,12 @@ from tt_models.checkpoint import hf_to_meta, load_state_dict
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.data_parallel import DataParallel
 from tt_models.generator import Generator, prefill_bucket
+from tt_models.layers.penalties import penalty_params
 from tt_models.layers.sampling import device_params
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 from tt_models.parallel import check_weights_fit, plan_tensor_parallel
-from tt_models.sampling import TTSamplingParams, per_user_lists, sampling_mode
+from tt_models.sampling import TTSamplingParams, penalty_lists, per_user_lists, sampling_mode
 from tt_models.weights import ShapeOnlyWeights, WeightStore, meta_shapes, weight_cache_dir
 
 logger = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ class TTCausalLM(Generator):
         return_prompt_logits (a flag per prompt): returns (that, per prompt None or the float32 logits
         [prompt_len - start_pos, vocab] of every position prefilled), for vLLM's prompt logprobs."""
         mode = sampling_mode(sampling_params)
-        if mode == "sample":
+        if mode in ("sample", "sample_full"):
             raise ValueError("prefill samples greedily on device; other sampling parameters go to the host "
                              "(sampling_params=None) for the first token")
         every = None
@@ -190,14 +191,21 @@ class TTCausalLM(Generator):
                        sampling_params: TTSamplingParams | None = None, **_: Any) -> Any:
         """sampling_params None: logits back; all greedy: token ids by argmax on device; otherwise token ids drawn
         on device with each user's temperature, top-k (<= 32) and top-p (ttnn.sampling), after reseeding the users
-        whose `seed` entry is set."""
+        whose `seed` entry is set. With penalties or logprobs requested the draw is from the penalised logits and
+        the result is (token ids, raw logprobs: {"logprob", "rank", "top_logprobs", "top_ids"}) (Generator's
+        "sample_full")."""
         mode = sampling_mode(sampling_params)
-        sample = seeds = None
-        if mode == "sample":
-            temperature, top_k, top_p, seeds = per_user_lists(sampling_params, tokens.shape[0])
+        sample = seeds = history = None
+        n = tokens.shape[0]
+        if mode in ("sample", "sample_full"):
+            temperature, top_k, top_p, seeds = per_user_lists(sampling_params, n)
             sample = device_params(temperature, top_k, top_p)
+        if mode == "sample_full":
+            sample |= penalty_params(*penalty_lists(sampling_params, n))
+            history = sampling_params.token_history or [None] * n
         return self.decode_forward_text(tokens, start_pos, page_table, kv_cache, enable_trace, read_from_device,
-                                        mode, sample, seeds)
+                                        mode, sample, seeds, history,
+                                        sampling_params.history_key if history is not None else None)
 
     def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
         """Runs every prefill bucket once. The page table points at block 0, vLLM's reserved null block."""

@@ -1,6 +1,7 @@
 """The model runs the checker puts through the real ttnn: per family and optimization profile, the calls vLLM makes
 (initialize_vllm_model, allocate_kv_cache, warmup_model_prefill, a prefill behind a cached prefix, decode at
-max_batch_size with empty slots, decode with on-device argmax, decode with on-device sampling and per-user seeds),
+max_batch_size with empty slots, decode with on-device argmax, decode with on-device sampling and per-user seeds,
+then with penalties and logprobs on the device as well),
 tracing off.
 
 Trace capture is not run: on a mock device it segfaults (Buffer::address while generating trace commands), and a
@@ -123,6 +124,14 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
         sample = TTSamplingParams(temperature=[0.8] * users, top_k=[20] * users, top_p=[0.9] * users,
                                   seed=[1234 + u for u in range(users)])
         state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=sample)
+        # penalties and logprobs on the device too: the slots' token history loaded, then the penalised draw, the
+        # raw logprobs and the in-place count update
+        history = [None if p < 0 else (list(range(3, 12)), [int(tokens[u])]) for u, p in enumerate(pos.tolist())]
+        full = TTSamplingParams(temperature=[0.8] * users, top_k=[20] * users, top_p=[0.9] * users,
+                                presence_penalty=[0.5] * users, frequency_penalty=[0.3] * users,
+                                repetition_penalty=[1.2] * users, num_logprobs=[5] * users, token_history=history,
+                                history_key=tuple(range(users)))
+        state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=full)
 
     plan: list[tuple[str, Callable[[], None], tuple[str, ...]]] = [
         ("initialize_vllm_model", init, ()),

@@ -25,6 +25,14 @@ def _split_params(params: TTSamplingParams | None, lo: int, hi: int) -> TTSampli
     return replace(params, **cut)
 
 
+def _cat(parts: list[Any]) -> Any:
+    """The replicas' results in user order: token ids or logits, or (ids, logprobs dict) from on-device penalties
+    and logprobs."""
+    if isinstance(parts[0], tuple):
+        return torch.cat([p[0] for p in parts]), {k: torch.cat([p[1][k] for p in parts]) for k in parts[0][1]}
+    return torch.cat(parts)
+
+
 @dataclass
 class DataParallel:
     """Holds the replicas (generation-class instances, one per submesh) and speaks the same contract."""
@@ -125,7 +133,7 @@ class DataParallel:
             outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[lo:hi],
                                                self._kv(kv_cache, r), enable_trace, read_from_device,
                                                _split_params(sampling_params, lo, hi), **kw))
-        return torch.cat(outs) if read_from_device else outs
+        return _cat(outs) if read_from_device else outs
 
     def read_decode_output(self, tt_out: list, async_read: bool = False) -> tuple[list, bool, int]:
         reads = [r.read_decode_output(o, async_read) for r, o in zip(self.replicas, tt_out, strict=True)]
@@ -133,8 +141,10 @@ class DataParallel:
 
     def process_decode_output_host(self, host_out: list, is_tokens: bool = False, users: int | None = None) -> Any:
         parts = [r.process_decode_output_host(h, is_tokens) for r, h in zip(self.replicas, host_out, strict=True)]
-        out = torch.cat(parts)
-        return out[:users] if users is not None else out
+        out = _cat(parts)
+        if users is None:
+            return out
+        return (out[0][:users], {k: v[:users] for k, v in out[1].items()}) if isinstance(out, tuple) else out[:users]
 
     def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
         for r, replica in enumerate(self.replicas):

@@ -12,6 +12,8 @@ import torch
 
 from tt_models.backend import ttnn
 from tt_models.layers.collectives import replicate
+from tt_models.layers.logprobs import raw_logprobs, sampled_logprob
+from tt_models.layers.penalties import PARAM_NAMES, DevicePenalties
 from tt_models.layers.sampling import DeviceSampler
 from tt_models.model import TILE, Transformer
 
@@ -52,6 +54,10 @@ class Generator:
     trace_captures: int = 0
     _traces: dict[tuple, _DecodeTrace] = field(default_factory=dict)
     _sampler: DeviceSampler | None = None
+    _penalties: DevicePenalties | None = None
+    # Whose token history the device's penalty state holds (the caller's key for its slots' requests), or None
+    # when it is stale: after any step that did not update it, and after a capture.
+    _history_key: Any = None
 
     # ---------------- prefill ----------------
     def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
@@ -136,7 +142,8 @@ class Generator:
                      sample: dict[str, torch.Tensor] | None = None) -> list[Any]:
         """Decode inputs padded to whole tiles of users (32 rows): the device's head ops place 32 users, one per
         core, and the padded users sit at position -1, which every paged op skips. With on-device sampling, each
-        user's k, p and 1/T follow (padded users: k=1)."""
+        user's k, p and 1/T follow (padded users: k=1), then in mode "sample_full" the penalty columns (padded
+        users: none)."""
         users = tokens.shape[0]
         rows = -(-users // TILE) * TILE
         tok = torch.zeros(rows, dtype=torch.int32)
@@ -160,6 +167,11 @@ class Generator:
             inputs += [ttnn.from_torch(k, ttnn.uint32, mesh_mapper=mapper),
                        ttnn.from_torch(p, ttnn.bfloat16, mesh_mapper=mapper),
                        ttnn.from_torch(temp, ttnn.bfloat16, mesh_mapper=mapper)]
+            if PARAM_NAMES[0] in sample:
+                for name in PARAM_NAMES:
+                    col = torch.zeros(1, 1, rows, 1)
+                    col[0, 0, :users, 0] = sample[name]
+                    inputs.append(ttnn.from_torch(col, ttnn.float32, layout=ttnn.TILE_LAYOUT, mesh_mapper=mapper))
         return inputs
 
     def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
@@ -169,13 +181,34 @@ class Generator:
             logits = self.model.full_vocab(logits)
         if mode == "argmax":
             return ttnn.argmax(logits, dim=3, keepdim=True)
+        if mode in ("sample", "sample_full") and self._sampler is None:
+            self._sampler = DeviceSampler(self.mesh_device, self.model.args.vocab_size, tokens.shape[-1])
         if mode == "sample":
-            if self._sampler is None:
-                self._sampler = DeviceSampler(self.mesh_device, self.model.args.vocab_size, tokens.shape[-1])
             ids = self._sampler(logits, *sample)
             ttnn.deallocate(logits)
             return ids
+        if mode == "sample_full":
+            return self._sample_full(logits, *sample)
         return logits
+
+    def _sample_full(self, logits: Any, k: Any, p: Any, temp: Any, *penalty: Any) -> tuple[Any, ...]:
+        """Raw logprobs (before penalties, as vLLM's default logprobs_mode), then the penalised draw, then the
+        sampled tokens' logprobs and ranks, and the slots' output counts updated on the device."""
+        rows = logits.shape[-2]
+        if self._penalties is None:
+            self._penalties = DevicePenalties(self.mesh_device, self.model.args.vocab_size, rows)
+        top_values, top_ids = self._sampler.top(logits)
+        raw = raw_logprobs(logits, top_values, top_ids)
+        ttnn.deallocate(top_values)
+        penalised = self._penalties.apply(logits, *penalty)
+        ids = self._sampler(penalised, k, p, temp)
+        ttnn.deallocate(penalised)
+        hot = self._penalties.one_hot(ids)
+        logprob, rank = sampled_logprob(raw, hot)
+        self._penalties.update(hot)
+        for t in {id(x): x for x in (hot, raw.lse, raw.logits, logits)}.values():
+            ttnn.deallocate(t)
+        return ids, logprob, rank, raw.top_logprobs, raw.top_ids
 
     def seed_users(self, seeds: list[int | None]) -> None:
         """Reseed the PRNG of each user core whose entry is not None (ttnn.manual_seed, outside any trace)."""
@@ -189,19 +222,31 @@ class Generator:
     def decode_forward_text(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                             kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
                             mode: str = "logits", sample: dict[str, torch.Tensor] | None = None,
-                            seeds: list[int | None] | None = None) -> Any:
-        """mode: "logits" (returned to the host), "argmax" (greedy token ids) or "sample" (ttnn.sampling with the
+                            seeds: list[int | None] | None = None, history: Any = None,
+                            history_key: Any = None) -> Any:
+        """mode: "logits" (returned to the host), "argmax" (greedy token ids), "sample" (ttnn.sampling with the
         per-user k / p / temp in `sample`; users with a seed have their core PRNG reseeded right before the step,
-        after any compile or capture run, so their first draw is the seed's first)."""
+        after any compile or capture run, so their first draw is the seed's first) or "sample_full" (the same
+        draw from penalised logits, with `sample`'s penalty columns too; returns (ids, {"logprob", "rank",
+        "top_logprobs", "top_ids"}) with the raw logprobs of the sampled and the 32 best tokens).
+
+        sample_full keeps each slot's token history on the device: `history` is each slot's (prompt tokens, output
+        tokens so far) or None, and `history_key` names who owns the slots; the device state is rewritten from
+        `history` when the key changes or the state went stale (a step in another mode, a capture), and otherwise
+        advanced by the step itself."""
         users = tokens.shape[0]
         if users != self.max_batch_size:
             raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
-        if (mode == "sample") != (sample is not None):
-            raise ValueError("per-user sampling parameters go with mode 'sample' only")
+        if (mode in ("sample", "sample_full")) != (sample is not None):
+            raise ValueError("per-user sampling parameters go with modes 'sample' and 'sample_full' only")
+        if mode == "sample_full" and (history is None or len(history) != users):
+            raise ValueError(f"mode 'sample_full' needs each of the {users} slots' token history (or None)")
         host_inputs = self._host_inputs(tokens, start_pos, page_table, sample)
         if not enable_trace:
             device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
             self.seed_users(seeds or [])
+            if mode == "sample_full":
+                self._sync_history(history, history_key, device_inputs[0].shape[-1])
             out = self._decode_graph(device_inputs, kv_cache, mode)
         else:
             key = (tuple(page_table.shape), mode, id(kv_cache))
@@ -209,12 +254,22 @@ class Generator:
             if trace is None:
                 trace = self._capture(key, host_inputs, kv_cache, mode)
             self.seed_users(seeds or [])
+            if mode == "sample_full":
+                self._sync_history(history, history_key, trace.inputs[0].shape[-1])
             for src, dst in zip(host_inputs, trace.inputs, strict=True):
                 ttnn.copy_host_to_device_tensor(src, dst)
             ttnn.execute_trace(self.mesh_device, trace.trace_id, cq_id=0, blocking=False)
             out = trace.output
+        # Only a sample_full step advances the device's token history; any other leaves it behind.
+        self._history_key = history_key if mode == "sample_full" else None
         result = (out, mode != "logits", users)
         return self.process_decode_output_host(*self.read_decode_output(result)) if read_from_device else result
+
+    def _sync_history(self, history: Any, key: Any, rows: int) -> None:
+        if self._penalties is None:  # built by the graph; a first eager step needs it before
+            self._penalties = DevicePenalties(self.mesh_device, self.model.args.vocab_size, rows)
+        if key is None or key != self._history_key:
+            self._penalties.load(list(history) + [None] * (rows - len(history)))
 
     def _capture(self, key: tuple, host_inputs: list[Any], kv_cache: list, mode: str) -> _DecodeTrace:
         """Compile run, then capture. Traces for another shape or cache are released first; the variants of one
@@ -227,6 +282,7 @@ class Generator:
         tid = ttnn.begin_trace_capture(self.mesh_device, cq_id=0)
         output = self._decode_graph(device_inputs, kv_cache, mode)
         ttnn.end_trace_capture(self.mesh_device, tid, cq_id=0)
+        self._history_key = None  # the compile run advanced the token history
         self.trace_captures += 1
         logger.info("captured decode trace %d for shape %s", tid, key[0])
         trace = _DecodeTrace(tid, device_inputs, output)
@@ -238,6 +294,11 @@ class Generator:
         non-blocking copy and records an event after it: the host is free until process_decode_output_host, which
         waits on that event (what lets the next step's host work overlap this step's device work)."""
         out, is_tokens, users = tt_out
+        if isinstance(out, tuple):  # sample_full: ids and the logprob tensors
+            if async_read:
+                reads = tuple(ttnn.from_device(t, blocking=False) for t in out)
+                return _PendingRead(reads, ttnn.record_event(self.mesh_device, 0)), is_tokens, users
+            return tuple(self.model.to_host(t, vocab_sliced=False) for t in out), is_tokens, users
         if async_read:
             return _PendingRead(ttnn.from_device(out, blocking=False), ttnn.record_event(self.mesh_device, 0)), \
                 is_tokens, users
@@ -246,8 +307,16 @@ class Generator:
     def process_decode_output_host(self, host_out: Any, is_tokens: bool = False, users: int | None = None) -> Any:
         if isinstance(host_out, _PendingRead):
             ttnn.event_synchronize(host_out.event)
-            host_out = self.model.to_host(host_out.tensor, vocab_sliced=not is_tokens)
+            t = host_out.tensor
+            host_out = tuple(self.model.to_host(x, vocab_sliced=False) for x in t) if isinstance(t, tuple) else \
+                self.model.to_host(t, vocab_sliced=not is_tokens)
         users = users if users is not None else self.max_batch_size
+        if isinstance(host_out, tuple):
+            ids = host_out[0]
+            logprob, rank, top_logprobs, top_ids = (x.reshape(-1, x.shape[-1])[:users] for x in host_out[1:])
+            return ids.reshape(-1)[:users].to(torch.int64), {
+                "logprob": logprob[:, 0].float(), "rank": rank[:, 0].round().to(torch.int64),
+                "top_logprobs": top_logprobs.float(), "top_ids": top_ids.to(torch.int64)}
         if is_tokens:
             return host_out.reshape(-1)[:users].to(torch.int64)
         vocab = self.model.args.vocab_size

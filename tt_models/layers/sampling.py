@@ -38,8 +38,8 @@ class DeviceSampler:
         return ttnn.from_torch(ids.contiguous(), ttnn.uint32, layout=ttnn.TILE_LAYOUT, device=mesh_device,
                                memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=replicate(mesh_device))
 
-    def __call__(self, logits: Any, k: Any, p: Any, temp: Any) -> Any:
-        """logits [1, 1, rows, vocab] -> sampled ids [1, 1, 1, rows] uint32."""
+    def candidates(self, logits: Any) -> tuple[Any, Any]:
+        """Each chunk's 32 best values and their vocabulary ids, side by side: [1, 1, rows, 32 * chunks]."""
         values, indices = [], []
         for (a, b), labels in zip(self.chunks, self.labels, strict=True):
             part = logits if len(self.chunks) == 1 else ttnn.slice(logits, [0, 0, 0, a], [1, 1, self.rows, b])
@@ -50,6 +50,22 @@ class DeviceSampler:
             indices.append(i)
         v = values[0] if len(values) == 1 else ttnn.concat(values, dim=-1)
         i = indices[0] if len(indices) == 1 else ttnn.concat(indices, dim=-1)
+        return v, i
+
+    def top(self, logits: Any) -> tuple[Any, Any]:
+        """The 32 best values of each row over the whole vocabulary, best first, with their ids: one topk over the
+        chunks' candidates (their ids as its labels) when there are several."""
+        v, i = self.candidates(logits)
+        if len(self.chunks) == 1:
+            return v, i
+        best, ids = ttnn.topk(v, MAX_TOP_K, dim=-1, indices_tensor=i)
+        ttnn.deallocate(v)
+        ttnn.deallocate(i)
+        return best, ids
+
+    def __call__(self, logits: Any, k: Any, p: Any, temp: Any) -> Any:
+        """logits [1, 1, rows, vocab] -> sampled ids [1, 1, 1, rows] uint32."""
+        v, i = self.candidates(logits)
         if v.dtype != ttnn.bfloat16:  # fp32 logits at the simulator's reference precision
             v = ttnn.typecast(v, ttnn.bfloat16)
         # The op takes 32-bit ids in ROW_MAJOR; topk hands back 16-bit positions for vocabularies within 64K.

@@ -257,12 +257,14 @@ def _binary(op: str, fn: Any, a: Any, b: Any, dtype: DataType | None, memory_con
             R.broadcast_rank7.require(sa[i] == sb[i], i, rank, sa[i], sb[i])
 
     plain = not (activations or a_acts or b_acts) and out_dtype == DataType.BFLOAT16
+    # compute closes over no Tensor: a trace keeps it for replay, and would keep an input's buffer alive with it
+    int_scalar = bt is None and a_dtype == a.dtype
 
     def compute(x: torch.Tensor, y: Any) -> torch.Tensor:
         if plain and x.dtype == torch.bfloat16 and (not isinstance(y, torch.Tensor) or y.dtype == torch.bfloat16):
             return fn(x, y)  # torch computes bf16 element-wise ops in fp32 and rounds once, as the device does
         if x.dtype == torch.int32 and (isinstance(y, torch.Tensor) and y.dtype == torch.int32 or
-                                       bt is None and a_dtype == a.dtype) and not (a_acts or b_acts or activations):
+                                       int_scalar) and not (a_acts or b_acts or activations):
             return fn(x, y)  # integer arithmetic stays integer
         x = apply_activations(op, f32(x), a_acts)
         if isinstance(y, torch.Tensor) and (b_acts or y.dtype == torch.int32):
