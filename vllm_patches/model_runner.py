@@ -13,18 +13,20 @@ from __future__ import annotations
 import logging
 import math
 import random
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 from vllm.sampling_params import _SAMPLING_EPS
 from vllm.v1.core.sched.output import SchedulerOutput
-from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, LogprobsTensors, ModelRunnerOutput
 from vllm.v1.sample.logits_processor import build_logitsprocs
 from vllm.v1.sample.sampler import Sampler
 from vllm.v1.structured_output.utils import apply_grammar_bitmask
 from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
+from tt_models.layers.logprobs import MAX_LOGPROBS
 from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
 from vllm_patches.prompt_logprobs import PromptLogprobs
@@ -200,21 +202,26 @@ class TTModelRunner:
     def _device_sampling(self, prefill: bool) -> TTSamplingParams | None:
         """Per-slot parameters when the device can sample this step, else None (the whole batch's logits go to
         vLLM's sampler on the host). The device does greedy, temperature, top-k up to 32 and top-p, with per-request
-        seeds; penalties, logprobs, min_p, logit_bias, bad_words, allowed_token_ids, min_tokens, custom logits
-        processors and top-k beyond 32 (or none, when sampling) are host-only."""
+        seeds, and in decode steps presence / frequency / repetition penalties and logprobs (up to 32, logprobs_mode
+        raw_logprobs); min_p, logit_bias, bad_words, allowed_token_ids, min_tokens, custom logits processors, top-k
+        beyond 32 (or none, when sampling), more than 32 logprobs, other logprobs modes and logprob_token_ids are
+        host-only, and so are penalties and logprobs of a prefill step's first token."""
         batch = self.input_batch
         if not self.tt.sample_on_device(prefill) or self.has_custom_logitsprocs:
             return None
         md = batch.sampling_metadata
-        if not md.no_penalties or md.max_num_logprobs is not None or md.bad_words_token_ids \
-                or md.allowed_token_ids_mask is not None:
+        full = not md.no_penalties or md.max_num_logprobs is not None  # Generator's "sample_full"
+        if md.bad_words_token_ids or md.allowed_token_ids_mask is not None:
+            return None
+        if full and (prefill or md.logprob_token_ids or self.sampler.logprobs_mode != "raw_logprobs"
+                     or not 0 <= (md.max_num_logprobs or 0) <= MAX_LOGPROBS):
             return None
         for req_id in batch.req_ids:
             sp = self.requests[req_id].sampling_params
             if sp is not None and (sp.min_tokens or sp.logit_bias or sp.min_p):
                 return None
         rows = self.max_num_seqs
-        if md.all_greedy:
+        if md.all_greedy and not full:
             return TTSamplingParams(temperature=[0.0] * rows)
         if prefill:
             return None  # the first token samples on device only when greedy (prefill returns logits)
@@ -234,7 +241,35 @@ class TTModelRunner:
                 seeds[slot] = sp.seed if sp.seed is not None else random.getrandbits(32)
                 started.append((slot, req_id))
         self._seeded_slots.update(started)
-        return TTSamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seeds)
+        if not full:
+            return TTSamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seeds)
+        return self._penalty_params(TTSamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seeds))
+
+    def _penalty_params(self, params: TTSamplingParams) -> TTSamplingParams:
+        """Each slot's penalties and logprob count, with its request's token history for the device to keep
+        (re-read only when the slots change hands: the key is who holds them)."""
+        rows, md = self.max_num_seqs, self.input_batch.sampling_metadata
+        pres, freq, rep = [0.0] * rows, [0.0] * rows, [1.0] * rows
+        history: list = [None] * rows
+        owners: list = [None] * rows
+        for req_id in self.input_batch.req_ids:
+            state, slot = self.requests[req_id], self.slot_of[req_id]
+            sp = state.sampling_params
+            pres[slot], freq[slot], rep[slot] = sp.presence_penalty, sp.frequency_penalty, sp.repetition_penalty
+            history[slot] = (state.prompt_token_ids or [], state.output_token_ids)
+            owners[slot] = req_id
+        logprobs = md.max_num_logprobs is not None
+        return replace(params, presence_penalty=pres, frequency_penalty=freq, repetition_penalty=rep,
+                       num_logprobs=[md.max_num_logprobs or 0] * rows, enable_log_probs=[logprobs] * rows,
+                       token_history=history, history_key=tuple(owners))
+
+    def _device_logprobs(self, sampled: torch.Tensor, lp: dict[str, torch.Tensor]) -> LogprobsTensors:
+        """The device's raw logprobs as vLLM's Sampler.gather_logprobs lays them out: the sampled token, then the
+        batch's max_num_logprobs best, with the sampled token's rank."""
+        k = self.input_batch.sampling_metadata.max_num_logprobs
+        ids = torch.cat([sampled[:, None], lp["top_ids"][:, :k]], dim=1).to(torch.int32)
+        values = torch.cat([lp["logprob"][:, None], lp["top_logprobs"][:, :k]], dim=1).float()
+        return LogprobsTensors(ids, values, lp["rank"])
 
     def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput:
         if self._pending is None:
@@ -246,6 +281,7 @@ class TTModelRunner:
         # Structured outputs: vLLM's grammar bitmask is applied to the logits on the host, so such a step samples
         # there (the device's greedy pick could be a token the grammar forbids).
         device_params = self._device_sampling(prefill) if grammar_output is None else None
+        device_logprobs = None
         prompt_logprobs = {}
         if prefill:
             inputs = self.prefill_inputs(so)
@@ -264,11 +300,21 @@ class TTModelRunner:
                                             **self.decode_inputs())
             slots = self._slots()
             # Slot order -> batch row order; a plain slice when the rows already sit in slots 0..n-1.
-            out = out[:n] if np.array_equal(slots, np.arange(n)) else out[torch.from_numpy(slots)]
+            in_order = np.array_equal(slots, np.arange(n))
+
+            def rows(t: torch.Tensor) -> torch.Tensor:
+                return t[:n] if in_order else t[torch.from_numpy(slots)]
+
+            if isinstance(out, tuple):  # on-device penalties / logprobs: (ids, raw logprobs)
+                out, device_logprobs = rows(out[0]), {k: rows(v) for k, v in out[1].items()}
+            else:
+                out = rows(out)
         logprobs = None
         if device_params is not None:
             self.device_sampled_steps += 1
             sampled = out.reshape(-1)[:n].tolist()
+            if device_logprobs is not None and batch.sampling_metadata.max_num_logprobs is not None:
+                logprobs = self._device_logprobs(out.reshape(-1)[:n], device_logprobs).tolists()
         else:
             logits = out.reshape(out.shape[0], -1)[:n, : self.vocab_size].float().contiguous()
             if grammar_output is not None:

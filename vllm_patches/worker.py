@@ -180,14 +180,16 @@ class TTWorker(WorkerBase):
         if self.tt.enable_model_warmup:
             sampling = [None]
             runner.model.warmup_model_prefill(runner.kv_cache, self.tt.trace_mode == "all", sampling)
-            # With on-device sampling a step runs one of three decode traces (device greedy, device sampling, or
-            # logits for the host when a request needs more): capture all now, so switching never captures while
-            # serving.
+            # With on-device sampling a step runs one of four decode traces (device greedy, device sampling,
+            # device sampling with penalties / logprobs, or logits for the host when a request needs more): capture
+            # all now, so switching never captures while serving.
             decode_sampling: list = [None]
             if self.tt.sample_on_device(prefill=False):
                 n = runner.max_num_seqs
                 decode_sampling += [TTSamplingParams(temperature=[0.0] * n),
-                                    TTSamplingParams(temperature=[1.0] * n, top_k=[MAX_TOP_K] * n, top_p=[1.0] * n)]
+                                    TTSamplingParams(temperature=[1.0] * n, top_k=[MAX_TOP_K] * n, top_p=[1.0] * n),
+                                    TTSamplingParams(temperature=[1.0] * n, top_k=[MAX_TOP_K] * n, top_p=[1.0] * n,
+                                                     repetition_penalty=[1.1] * n, token_history=[None] * n)]
             runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width,
                                              sampling_params=decode_sampling)
         return CompilationTimes(language_model=time.perf_counter() - t0, encoder=0.0)

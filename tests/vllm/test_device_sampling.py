@@ -1,8 +1,9 @@
 """On-device sampling through LLM.generate: greedy on device equals host sampling token for token; temperature /
 top-k / top-p requests are drawn on the device (the runner's counter says so) and follow their parameters (top_k=1
 and a tiny top_p are greedy, temperature spreads outputs, seeds reproduce whoever shares the batch); a request the
-device cannot serve sends its batch to vLLM's sampler; the three decode traces are captured at warmup and never
-again."""
+device cannot serve sends its batch to vLLM's sampler; the four decode traces are captured at warmup and never
+again. Presence / frequency / repetition penalties and logprobs stay on the device: greedy decoding with penalties
+equals the host path token for token, and the logprobs equal vLLM's sampler's."""
 
 import pytest
 from vllm import LLM, SamplingParams
@@ -36,18 +37,20 @@ def _tokens(outs):
 
 
 def test_device_greedy_matches_host_and_never_recaptures(llm, dev):
-    assert _captures(dev) == 3, "warmup captures the logits, device-greedy and device-sampling decode traces"
+    assert _captures(dev) == 4, ("warmup captures the logits, device-greedy, device-sampling and device-sampling "
+                                 "with penalties / logprobs decode traces")
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     host = _tokens(llm.generate(PROMPTS, params))
     before = _runner(dev, "device_sampled_steps")
     on_device = _tokens(dev.generate(PROMPTS, params))
     assert _runner(dev, "device_sampled_steps") > before
-    # A batch needing host sampling (a penalty), one sampled on device, then greedy again: traces are switched, never
-    # re-captured.
-    dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, presence_penalty=0.5, seed=1, max_tokens=4))
+    # A batch needing host sampling (min_p), one with penalties, one sampled on device, then greedy again: traces
+    # are switched, never re-captured.
+    dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, min_p=0.1, seed=1, max_tokens=4))
+    dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, top_k=20, presence_penalty=0.5, seed=1, max_tokens=4))
     dev.generate(PROMPTS[:2], SamplingParams(temperature=0.8, top_k=20, seed=1, max_tokens=4))
     again = _tokens(dev.generate(PROMPTS[:1], params))
-    assert _captures(dev) == 3
+    assert _captures(dev) == 4
     assert on_device == host and again == host[:1]
 
 
@@ -83,10 +86,52 @@ def test_seeded_request_reproducible_in_any_device_batch(dev):
 
 
 def test_host_only_requests_fall_back_for_their_batch(dev):
-    """A request the device cannot sample (top_k beyond 32, min_p, logprobs) sends its whole batch to vLLM's
-    sampler for those steps, and still honours its parameters."""
+    """A request the device cannot sample (top_k beyond 32, min_p, more than 32 logprobs) sends its whole batch to
+    vLLM's sampler for those steps, and still honours its parameters."""
     before = _runner(dev, "device_sampled_steps")
     outs = dev.generate(PROMPTS[:2], [SamplingParams(temperature=0.8, top_k=50, seed=2, max_tokens=6),
                                       SamplingParams(temperature=0, max_tokens=6, logprobs=2)])
     assert _runner(dev, "device_sampled_steps") == before
     assert len(outs[1].outputs[0].logprobs) == 6 and all(len(lp) >= 2 for lp in outs[1].outputs[0].logprobs)
+
+
+PENALTIES = [SamplingParams(temperature=0, max_tokens=16, ignore_eos=True),
+             SamplingParams(temperature=0, max_tokens=16, ignore_eos=True, repetition_penalty=1.6),
+             SamplingParams(temperature=0, max_tokens=16, ignore_eos=True, frequency_penalty=1.2),
+             SamplingParams(temperature=0, max_tokens=16, ignore_eos=True, presence_penalty=1.5,
+                            frequency_penalty=0.3)]
+
+
+def test_greedy_with_penalties_on_device_equals_host(llm, dev):
+    """Greedy with penalties in a batch: every decode step sampled on the device (the first token comes from the
+    prefill step, on the host), token for token what vLLM's sampler picks on the host; the penalties change the
+    output."""
+    host = _tokens(llm.generate(PROMPTS, PENALTIES))
+    before = _runner(dev, "device_sampled_steps")
+    on_device = _tokens(dev.generate(PROMPTS, PENALTIES))
+    # at least the 15 decode steps after the prefill (more when the prompts' prefills land in different steps)
+    assert _runner(dev, "device_sampled_steps") - before >= 15
+    assert on_device == host
+    assert on_device[1] != on_device[0] and on_device[2] != on_device[0]
+    # reused slots: the same batch again starts from each new request's own history
+    assert _tokens(dev.generate(PROMPTS, PENALTIES)) == host
+
+
+def test_logprobs_on_device_equal_host(llm, dev):
+    """logprobs=N (N <= 32) on the device: the sampled token's raw logprob and rank and the N best tokens, as
+    vLLM's sampler computes them on the host (raw_logprobs: before penalties)."""
+    params = [SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=5),
+              SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=2, repetition_penalty=1.5),
+              SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=0)]
+    host = llm.generate(PROMPTS[:3], params)
+    before = _runner(dev, "device_sampled_steps")
+    on_device = dev.generate(PROMPTS[:3], params)
+    assert _runner(dev, "device_sampled_steps") - before >= 7
+    assert _tokens(on_device) == _tokens(host)
+    for d, h, p in zip(on_device, host, params, strict=True):
+        for step, (ld, lh) in enumerate(zip(d.outputs[0].logprobs, h.outputs[0].logprobs, strict=True)):
+            assert list(ld) == list(lh), (p.logprobs, step)  # the same token ids (sampled + top-N), in order
+            for tok in lh:
+                assert ld[tok].rank == lh[tok].rank, (p.logprobs, step, tok)
+                # fp32 logits on both sides; exp / sum / log in another order than torch's log_softmax
+                assert abs(ld[tok].logprob - lh[tok].logprob) <= 1e-4, (p.logprobs, step, tok)
