@@ -28,7 +28,8 @@ from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
 from tt_models.layers.logprobs import MAX_LOGPROBS
 from tt_models.layers.sampling import MAX_TOP_K
-from tt_models.sampling import TTSamplingParams
+from tt_models.sampling import TTSamplingParams, sampling_mode
+from vllm_patches.async_decode import AsyncDecoder, AsyncTTModelRunnerOutput
 from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig
 
@@ -73,6 +74,11 @@ class TTModelRunner:
         # The request whose seed each slot's device PRNG was last seeded with (on-device sampling).
         self._seeded_slots: dict[int, str] = {}
         self.device_sampled_steps = 0  # steps whose tokens the device sampled (observability, benchmarks)
+        # vLLM's async scheduling (the platform turns it on for models with supports_async_decode): decode steps
+        # sampled on the device return before their tokens are read back (vllm_patches/async_decode.py).
+        self.async_decode = bool(sc.async_scheduling)
+        self.decoder = AsyncDecoder(self)
+        self._step = 0
 
     # ------------------------------------------------------------------ state
     def _update_states(self, so: SchedulerOutput) -> None:
@@ -193,6 +199,11 @@ class TTModelRunner:
 
     # ------------------------------------------------------------------ steps
     def execute_model(self, so: SchedulerOutput) -> ModelRunnerOutput | None:
+        self._step += 1
+        self.decoder.events.append(("execute", self._step))
+        reason = self.decoder.drain_reason(so)
+        if reason is not None:
+            self.decoder.drain(reason)  # the batch must hold the in-flight step's tokens before it changes
         self._update_states(so)
         if so.total_num_scheduled_tokens == 0 or self.input_batch.num_reqs == 0:
             return EMPTY_MODEL_RUNNER_OUTPUT
@@ -271,7 +282,7 @@ class TTModelRunner:
         values = torch.cat([lp["logprob"][:, None], lp["top_logprobs"][:, :k]], dim=1).float()
         return LogprobsTensors(ids, values, lp["rank"])
 
-    def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput:
+    def sample_tokens(self, grammar_output: Any = None) -> ModelRunnerOutput | AsyncTTModelRunnerOutput:
         if self._pending is None:
             return EMPTY_MODEL_RUNNER_OUTPUT
         so, prefill = self._pending
@@ -282,6 +293,10 @@ class TTModelRunner:
         # there (the device's greedy pick could be a token the grammar forbids).
         device_params = self._device_sampling(prefill) if grammar_output is None else None
         device_logprobs = None
+        if not prefill and self.async_decode and sampling_mode(device_params) in ("argmax", "sample"):
+            return self.decoder.launch(self._step, self.decode_inputs(), device_params)
+        # Everything else reads the batch's newest tokens (host sampling, logprobs, penalties, a prefill).
+        self.decoder.drain("prefill" if prefill else "host_sampling")
         prompt_logprobs = {}
         if prefill:
             inputs = self.prefill_inputs(so)
@@ -295,9 +310,11 @@ class TTModelRunner:
                                                                so.num_scheduled_tokens, every,
                                                                inputs["start_pos"].tolist())
         else:
+            self.decoder.events.append(("launch", self._step))
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
                                             **self.decode_inputs())
+            self.decoder.events.append(("wait", self._step))
             slots = self._slots()
             # Slot order -> batch row order; a plain slice when the rows already sit in slots 0..n-1.
             in_order = np.array_equal(slots, np.arange(n))

@@ -118,7 +118,9 @@ class TTPlatform(Platform):
 
         parallel.worker_cls = "vllm_patches.worker.TTWorker"
         sched.scheduler_cls = "vllm_patches.scheduler.TTScheduler"
-        sched.async_scheduling = False
+        # vLLM has decided async scheduling by now (on by default, off with --no-async-scheduling); it stays on only
+        # for models that can overlap decode steps (below).
+        async_wanted, sched.async_scheduling = bool(sched.async_scheduling), False
         sched.enable_chunked_prefill = False  # turned on below for models that can continue a prefill
         with contextlib.suppress(Exception):
             from vllm.config import CompilationMode, CUDAGraphMode
@@ -163,6 +165,13 @@ class TTPlatform(Platform):
         else:
             sched.enable_chunked_prefill = False
             sched.max_num_batched_tokens = max(budget, model.max_model_len)
+        # Async scheduling (vLLM schedules and launches step N+1 before collecting step N's output): for models
+        # declaring supports_async_decode, when decode samples on the device (a step sampled on the host waits for
+        # its logits anyway); additional_config tt.async_decode=false turns it off.
+        if async_wanted and caps.get("supports_async_decode") and tt.async_decode and tt.sample_on_device_mode:
+            sched.async_scheduling = True
+            sched.scheduler_cls = "vllm_patches.async_scheduler.TTAsyncScheduler"
+            logger.info("async scheduling: decode steps sampled on device overlap the host's work")
         # The KV block count is the worker's: what the model asks for, capped by the device's DRAM once the weights
         # are loaded (TTWorker.determine_available_memory).
         logger.info("TT platform: %s, block_size %d, trace_mode %s", tt_cls.__name__, cache.block_size,

@@ -23,6 +23,9 @@ class TTConfig:
     # Replicas of the model over the mesh (MESH_DEVICE), each on its own submesh with its own KV cache and an equal
     # share of max_num_seqs (at most 32 users per replica device).
     data_parallel: int = 1
+    # With vLLM's async scheduling, decode steps sampled on the device are launched before the previous step's
+    # tokens are collected (models declaring supports_async_decode); false keeps every step synchronous.
+    async_decode: bool = True
 
     @property
     def trace_decode(self) -> bool:
@@ -47,8 +50,9 @@ class TTConfig:
         if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
             raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
                              f">= 1")
-        if not isinstance(cfg.enable_model_warmup, bool):
-            raise ValueError('additional_config["tt"]["enable_model_warmup"] must be true or false')
+        for flag in ("enable_model_warmup", "async_decode"):
+            if not isinstance(getattr(cfg, flag), bool):
+                raise ValueError(f'additional_config["tt"]["{flag}"] must be true or false')
         from tt_models.config import load_optimizations
 
         load_optimizations(cfg.optimizations)  # raises ConfigError naming the known profiles
