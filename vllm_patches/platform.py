@@ -115,7 +115,9 @@ class TTPlatform(Platform):
         if model is not None and model.enable_prompt_embeds:
             raise ValueError("enable_prompt_embeds is not supported on TT: TT models embed token ids on the device")
         tt = TTConfig.from_additional_config(vllm_config.additional_config)
+        from vllm_patches.shutdown import install_shutdown_grace
 
+        install_shutdown_grace()  # this process may run the engine core's process manager
         parallel.worker_cls = "vllm_patches.worker.TTWorker"
         sched.scheduler_cls = "vllm_patches.scheduler.TTScheduler"
         # vLLM has decided async scheduling by now (on by default, off with --no-async-scheduling); it stays on only
