@@ -561,6 +561,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from heads()
     from tt_checks import (
         cases_data_movement,
+        cases_distributed_norm,
         cases_eltwise,
         cases_misc,
         cases_options,
@@ -576,3 +577,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_options.cases()
     yield from cases_sampling.cases()
     yield from cases_penalties.cases()
+    yield from cases_distributed_norm.cases()
