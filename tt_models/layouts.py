@@ -1,7 +1,9 @@
 """Where each tensor of the model lives on a device and how each op spreads its work: memory and program configs,
 as data computed once from the model's sizes and the device's grid, named for what they shard.
 
-Decode follows tt_transformers' single-device layout: the residual stream stays width-sharded in L1; the weights of
+Decode follows tt_transformers' layout: the residual stream stays width-sharded in L1 (tensor parallel: each chip its
+dim / N columns, on as many cores as divide their tiles, and the norms gather the whole width onto the one-chip
+residual grid, which the QKV, MLP and LM-head matmuls read); the weights of
 every decode matmul are width-sharded over the DRAM banks and multiplied with DRAM-sharded program configs, each
 taking its input's width sharding as it comes; attention heads are height-sharded one user per core (Q and V on the
 first B cores, K on the next B, so K and V update the cache in one fused op); rotary tables are per-user shards next
@@ -137,9 +139,10 @@ def per_user(rows: int, width: int, cores: Any) -> Any:
 
 @dataclass(frozen=True)
 class DecodeLayouts:
-    residual: Any  # memory config of the width-sharded residual stream [1, 1, B, dim]
+    residual: Any  # memory config of the width-sharded residual stream [1, 1, B, dim / N] (N chips of TP, else 1)
     residual_grid: tuple[int, int]
-    norm: Any  # sharded rms_norm program config on the residual grid
+    normed: Any  # the norms' output [1, 1, B, dim], width-sharded: the residual's own config on one chip
+    norm: Any  # sharded rms_norm program config on the normed grid
     qkv: DramMatmul
     wo: DramMatmul
     w1_w3: DramMatmul
@@ -183,7 +186,8 @@ def lm_head_splits(vocab: int, cores: int, max_per_core: int = 668) -> list[int]
     return splits
 
 
-def build_layouts(args: Any, device: Any, batch: int) -> ModelLayouts:
+def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None = None) -> ModelLayouts:
+    """residual_dim: the residual stream's columns per chip (tensor parallel: dim / N), the whole dim if None."""
     grid_c = device.compute_with_storage_grid_size()
     grid = (grid_c.x, grid_c.y)
     banks = device.dram_grid_size().x
@@ -194,7 +198,11 @@ def build_layouts(args: Any, device: Any, batch: int) -> ModelLayouts:
     qkv_n = hd * (args.n_heads + 2 * args.n_kv_heads)
     rx, ry = residual_cores(_tiles(dim), grid)
     rc = rx * ry
-    residual = width_sharded(TILE, dim, (rx, ry))
+    normed = width_sharded(TILE, dim, (rx, ry))
+    residual, residual_grid = normed, (rx, ry)
+    if residual_dim is not None and residual_dim != dim:  # tt_transformers' DECODE_RESIDUAL_MEMCFG for dim / N
+        residual_grid = residual_cores(_tiles(residual_dim), grid)
+        residual = width_sharded(TILE, residual_dim, residual_grid)
     block_w = _tiles(dim) // rc
     norm = ttnn.LayerNormShardedMultiCoreProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(rx, ry), subblock_w=largest_divisor(block_w, 4), block_h=1,
@@ -213,7 +221,8 @@ def build_layouts(args: Any, device: Any, batch: int) -> ModelLayouts:
     k_cores = full.subtract(q_cores)
     padded_heads = _tiles(args.n_heads) * TILE
     decode = DecodeLayouts(
-        residual=residual, residual_grid=(rx, ry), norm=norm, qkv=qkv, wo=wo, w1_w3=w1_w3, w2=w2, lm_head=lm,
+        residual=residual, residual_grid=residual_grid, normed=normed, norm=norm, qkv=qkv, wo=wo, w1_w3=w1_w3,
+        w2=w2, lm_head=lm,
         q_cores=q_cores, k_cores=k_cores, k_heads=per_user(args.n_kv_heads, hd, k_cores),
         scores=per_user(padded_heads, hd, q_cores),
         rope_q=per_user(1, hd, q_cores), rope_k=per_user(1, hd, k_cores),

@@ -16,9 +16,10 @@ from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
 from tt_models.layers.collectives import gather_vocab, replicate, to_host
 from tt_models.layers.decoder import DecoderLayer
+from tt_models.layers.norm import ResidualNorm
 from tt_models.layouts import ModelLayouts, build_layouts
 from tt_models.model_args import ModelArgs
-from tt_models.parallel import TPPlan, column_parallel, plan_tensor_parallel
+from tt_models.parallel import TPPlan, column_parallel, plan_tensor_parallel, residual_columns
 from tt_models.precision import dtype_of, fixed_kernel, layer_precision
 from tt_models.rope import cos_sin_tables, transformation_matrix
 from tt_models.weights import WeightStore
@@ -36,12 +37,15 @@ class Transformer:
         self.local_args = self.plan.local_args(args)
         # Decode always runs whole tiles of users (32 per device), the empty rows at position -1.
         self.decode_rows = -(-max_batch // TILE) * TILE
-        self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows)
+        # Tensor parallel: the residual stream is fractured, each chip holding plan.dim of its columns.
+        self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
+                                                   residual_dim=self.plan.dim)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
-        self.tok_embeddings = weights.embedding("tok_embeddings.weight")
+        # Tensor parallel: each chip looks up its columns of the table (tt_transformers shards it by hidden dim).
+        self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan)
                        for i in range(args.n_layers)]
-        self.norm = weights.norm("norm.weight")
+        self.norm = ResidualNorm(weights, "norm.weight", args.norm_eps, fixed_kernel("NORM"), self.plan)
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
         head_dtype = dtype_of(profile.precision("LM_HEAD"))
         bounds, start = [], 0
@@ -82,7 +86,7 @@ class Transformer:
 
     def _embed(self, tokens: Any, rows: int) -> Any:
         x = ttnn.embedding(tokens, self.tok_embeddings, layout=ttnn.TILE_LAYOUT)
-        x = ttnn.reshape(x, (1, 1, rows, self.args.dim))
+        x = ttnn.reshape(x, (1, 1, rows, self.plan.dim))
         residual = self.precisions[0].residual
         return ttnn.typecast(x, residual) if x.dtype != residual else x
 
@@ -97,11 +101,11 @@ class Transformer:
         return to_host(t, self.plan, self.device, vocab_sliced)
 
     def _head(self, x: Any) -> Any:
-        """Final norm and LM head on a width-sharded [1, 1, 32, dim]: one DRAM-sharded matmul per vocabulary split,
-        gathered into [1, 1, 32, vocab] in L1 (tensor parallel: each chip's [1, 1, 32, vocab / N] slice)."""
+        """Final norm and LM head on the width-sharded residual [1, 1, 32, dim] (tensor parallel: each chip's
+        [1, 1, 32, dim / N], gathered by the norm): one DRAM-sharded matmul per vocabulary split, gathered into
+        [1, 1, 32, vocab] in L1 (tensor parallel: each chip's [1, 1, 32, vocab / N] slice)."""
         d = self.layouts.decode
-        x = ttnn.rms_norm(x, epsilon=self.args.norm_eps, weight=self.norm, program_config=d.norm,
-                          memory_config=d.residual, compute_kernel_config=fixed_kernel("NORM"))
+        x = self.norm.decode(x, d)
         parts = []
         for w, mm in zip(self.lm_head, d.lm_head, strict=True):
             part = ttnn.linear(x, w, dtype=self.logits_dtype, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
@@ -121,7 +125,8 @@ class Transformer:
                 return_hidden: bool = False) -> Any:
         """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] of the tile holding
         row last_token_idx; None (a chunk before the last) only fills the cache. return_hidden: the final hidden
-        states [1, 1, S, dim] instead, for `logits_tile` on any rows (prompt logprobs)."""
+        states [1, 1, S, dim] (tensor parallel: each chip's dim / N columns) instead, for `logits_tile` on any rows
+        (prompt logprobs)."""
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
@@ -142,7 +147,7 @@ class Transformer:
     def logits_tile(self, hidden: Any, row: int) -> Any:
         """Logits [1, 1, 32, vocab] of the 32-row tile of prefill hidden states [1, 1, S, dim] holding `row`."""
         t0 = (row // TILE) * TILE
-        x = ttnn.slice(hidden, [0, 0, t0, 0], [1, 1, t0 + TILE, self.args.dim])
+        x = ttnn.slice(hidden, [0, 0, t0, 0], [1, 1, t0 + TILE, self.plan.dim])
         return self._head(ttnn.to_memory_config(x, self.layouts.decode.residual))
 
     def _decode_rot(self, rot_idxs: Any) -> Rot:

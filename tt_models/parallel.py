@@ -1,10 +1,14 @@
-"""Tensor parallelism over the chips of a mesh, as data: which heads, MLP columns and vocabulary slice each chip
-holds, and how each weight is laid over the chips.
+"""Tensor parallelism over the chips of a mesh, as data: which heads, MLP columns, vocabulary slice and residual
+columns each chip holds, and how each weight is laid over the chips.
 
-The split is tt_transformers' for 1xN meshes: QKV and w1/w3 column-parallel (each chip computes its own heads and its
-own slice of the MLP's hidden units from the whole, replicated residual), WO and w2 row-parallel (each chip's product
-is a partial sum over its heads / hidden units, summed over the chips by an all_reduce), the LM head vocabulary-
-sliced (each chip computes logits for its slice of the vocabulary, gathered where the full vocabulary is needed).
+The split is tt_transformers' for 1xN meshes (N300, T3K): the residual stream is fractured, each chip holding dim / N
+of its columns (the embedding table split by hidden dim). Before attention and the MLP the norm gathers it (an
+all_gather then the ordinary rms_norm, or, where tt_transformers runs it (`is_distributed_norm`: prefill with dim above
+4096), the distributed rms_norm: per-chip stats, all_gather of the stats, the norm with the weight split by hidden
+dim, all_gather of the normed columns), so every chip multiplies the whole normed activation: QKV and w1/w3 column-
+parallel (each chip its own heads and its slice of the MLP's hidden units), WO and w2 row-parallel (each chip's product
+is a partial sum over its heads / hidden units, reduce-scattered back onto the fractured residual: each chip gets the
+sum of its columns), the LM head vocabulary-sliced after the final norm (gathered where the full vocabulary is needed).
 Chip d holds Q heads [d * n_heads / N, (d + 1) * n_heads / N). KV heads split the same way when there are at least
 as many as chips; with fewer (N > n_kv_heads, which must then divide N) every chip keeps the one KV head its Q heads
 read, so that head is replicated on N / n_kv_heads chips, as tt_transformers does.
@@ -24,6 +28,10 @@ import torch
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 
 TILE = 32
+# tt_transformers' ModelArgs.is_distributed_norm on a 1xN mesh: the distributed rms_norm (stats gathered, not the
+# activation) for prefill when dim > 4096 ("somewhere between 4k and 8k WH runs out of L1 if not distributed"); decode
+# and smaller models gather the fractured residual and run the ordinary rms_norm.
+DISTRIBUTED_NORM_ABOVE_DIM = 4096
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,7 @@ class TPPlan:
     kv_heads: tuple[tuple[int, ...], ...]  # per chip: the (global) KV heads it computes and caches
     hidden_dim: int  # MLP hidden units per chip
     vocab: int  # vocabulary columns per chip
+    dim: int  # residual-stream columns per chip (the fractured residual; the whole dim on one chip)
     cluster_axis: int = 1  # the mesh axis the group's chips lie along (1: a row)
 
     @property
@@ -45,6 +54,11 @@ class TPPlan:
     def n_kv_heads(self) -> int:
         """KV heads each chip caches: the KV cache's per-chip head count."""
         return len(self.kv_heads[0])
+
+    def distributed_norm(self, mode: str) -> bool:
+        """Whether the norm in this mode ("prefill" / "decode") gathers the stats (distributed rms_norm) instead of
+        the activation, as tt_transformers decides on a 1xN mesh."""
+        return self.devices > 1 and mode == "prefill" and self.dim * self.devices > DISTRIBUTED_NORM_ABOVE_DIM
 
     @property
     def tag(self) -> str:
@@ -78,7 +92,7 @@ class TPPlan:
 
 def single_device_plan(args: ModelArgs) -> TPPlan:
     return TPPlan(1, (tuple(range(args.n_heads)),), (tuple(range(args.n_kv_heads)),), args.hidden_dim,
-                  args.vocab_size)
+                  args.vocab_size, args.dim)
 
 
 def tp_axis(mesh_shape: tuple[int, int]) -> tuple[int, int]:
@@ -115,16 +129,19 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
     if args.hidden_dim % (n * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: MLP size {args.hidden_dim} does not split into whole "
                                     f"tiles ({TILE} columns) per chip")
+    if args.dim % (n * TILE):
+        raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
+                                    f"({TILE} columns) per chip (the residual stream is split by columns)")
     if args.vocab_size % n:
         raise UnsupportedModelError(f"tensor parallel {where}: vocabulary {args.vocab_size} does not split evenly")
     q = tuple(tuple(range(d * q_per, (d + 1) * q_per)) for d in range(n))
-    return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, axis)
+    return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, args.dim // n, axis)
 
 
 # --- does the model fit: weight bytes per chip, before any is placed ---
 def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any], head_dtype: Any) -> int:
-    """DRAM one chip's weights take with this split (whole tiles of each weight's dtype; the replicated embedding
-    as bf16 rows), before any per-bank padding: a lower bound the load-time refusal names."""
+    """DRAM one chip's weights take with this split (whole tiles of each weight's dtype; the embedding's columns
+    of this chip as bf16 rows), before any per-bank padding: a lower bound the load-time refusal names."""
     from tt_models.layouts import tile_bytes
 
     local = plan.local_args(args)
@@ -140,7 +157,7 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
         total += 2 * tiles(dim, local.hidden_dim) * tile_bytes(p.ff1_ff3)
         total += tiles(local.hidden_dim, dim) * tile_bytes(p.ff2)
     total += tiles(dim, local.vocab_size) * tile_bytes(head_dtype)
-    total += args.vocab_size * dim * 2
+    total += args.vocab_size * plan.dim * 2
     return total
 
 
@@ -157,8 +174,7 @@ def check_weights_fit(args: ModelArgs, plan: TPPlan, profile: Any, mesh_device: 
     if need <= have:
         return
     gib = 1 << 30
-    split = need - args.vocab_size * args.dim * 2  # the part tensor parallelism divides
-    more = -(-split * plan.devices // max(1, have - args.vocab_size * args.dim * 2))
+    more = -(-need * plan.devices // have)  # every weight but the (small) norms splits over the chips
     raise UnsupportedModelError(
         f"the model does not fit a {tuple(mesh_device.shape)} mesh: its weights take {need / gib:.2f} GiB per chip "
         f"with tensor parallel over {plan.devices} chips, a chip has {have / gib:.2f} GiB of DRAM free "
@@ -183,3 +199,9 @@ def column_parallel(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | N
 
 def row_parallel(plan: TPPlan) -> Shard | None:
     return Shard(2, plan.devices) if plan.devices > 1 else None
+
+
+def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
+    """Each chip's columns of the residual stream, as a weight holds them: dim 3 of the embedding table
+    [1, 1, vocab, hidden], dim 2 of a norm weight's [1, 1, hidden / 32, 32] sticks. None on one chip."""
+    return Shard(dim, plan.devices) if plan.devices > 1 else None

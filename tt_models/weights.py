@@ -92,13 +92,16 @@ class WeightStore:
 
         return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
-    def norm(self, name: str) -> Any:
-        """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads."""
+    def norm(self, name: str, shard: Shard | None = None) -> Any:
+        """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads; `shard` (on dim 2):
+        each chip its own columns' sticks, for the distributed rms_norm."""
         return self._as_tensor(name, lambda: self.sd[name].reshape(1, 1, -1, 32), ttnn.bfloat16,
-                               ttnn.ROW_MAJOR_LAYOUT)
+                               ttnn.ROW_MAJOR_LAYOUT, shard=shard)
 
-    def embedding(self, name: str) -> Any:
-        return self._as_tensor(name, lambda: self.sd[name][None, None], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    def embedding(self, name: str, shard: Shard | None = None) -> Any:
+        """The table [1, 1, vocab, dim] in row-major rows; `shard` (on dim 3): each chip its residual columns."""
+        return self._as_tensor(name, lambda: self.sd[name][None, None], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT,
+                               shard=shard)
 
 
 class ShapeOnlyWeights(WeightStore):
@@ -132,11 +135,14 @@ class ShapeOnlyWeights(WeightStore):
         out = self._out(sum(self.shapes[n][0] for n in names), shard)
         return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
-    def norm(self, name: str) -> Any:
-        return self._empty((1, 1, self.shapes[name][0] // 32, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    def norm(self, name: str, shard: Shard | None = None) -> Any:
+        n = shard.devices if shard is not None else 1
+        return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
 
-    def embedding(self, name: str) -> Any:
-        return self._empty((1, 1, *self.shapes[name]), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+    def embedding(self, name: str, shard: Shard | None = None) -> Any:
+        vocab, dim = self.shapes[name]
+        n = shard.devices if shard is not None else 1
+        return self._empty((1, 1, vocab, dim // n), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
 
 
 def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:

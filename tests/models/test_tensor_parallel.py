@@ -134,6 +134,51 @@ def test_every_family_matches_hf_on_a_mesh(family, mesh_name, tiny_root):
         tt.release()
 
 
+@pytest.mark.parametrize("mesh_name", list(MESHES))
+def test_distributed_norm_prefill_matches_hf(mesh_name, tiny_root, monkeypatch):
+    """The distributed rms_norm (per-chip stats, all_gather of the stats, the norm with each chip's columns of the
+    weight, all_gather of the normed columns), which tt_transformers runs for prefill above dim 4096, here forced on
+    the tiny model: greedy tokens still equal HF's (reference profile, prefill and traced decode), and the model
+    really ran it (each prefill norm, final norm excepted, calls rms_norm_pre_all_gather once)."""
+    import tt_models.parallel as parallel_mod
+
+    monkeypatch.setattr(parallel_mod, "DISTRIBUTED_NORM_ABOVE_DIM", 0)
+    calls = []
+    real_pre = ttnn.rms_norm_pre_all_gather
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real_pre(*args, **kwargs)
+
+    monkeypatch.setattr(ttnn, "rms_norm_pre_all_gather", counted)
+    path = make_wide_model("qwen3_qknorm", tiny_root)
+    hf = load_hf(path)
+    with open_mesh(MESHES[mesh_name]) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        assert tt.model.plan.distributed_norm("prefill") and not tt.model.plan.distributed_norm("decode")
+        got = generate(tt, kv, PROMPTS, SLOTS, steps=2)
+        check_against_hf(hf, PROMPTS, got, 0.999, True, f"distributed norm {mesh_name}")
+        assert len(calls) == 2 * tt.model.args.n_layers * len(PROMPTS)
+        tt.release()
+
+
+def test_residual_stream_is_fractured(tiny_root):
+    """Each chip holds dim / N columns of the residual: its embedding table's columns, a decode residual sharded over
+    the cores that divide dim / N (tt_transformers' DECODE_RESIDUAL_MEMCFG), while the norms' output is the whole
+    width on the one-chip grid."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    with open_mesh((1, 8)) as mesh:
+        tt, _ = build(path, mesh, "performance")
+        m, dim = tt.model, tt.model.args.dim
+        assert m.plan.dim == dim // 8
+        assert tuple(m.tok_embeddings.shape)[-1] == dim // 8
+        d = m.layouts.decode
+        for config, width in ((d.residual, dim // 8), (d.normed, dim)):
+            spec = config.shard_spec
+            assert spec.shape[1] * spec.grid.num_cores() == width
+        tt.release()
+
+
 def _per_chip(t) -> list[torch.Tensor]:
     n = t.device().get_num_devices()
     return list(ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(t.device(), dim=0)).float().chunk(n, 0))
@@ -189,19 +234,32 @@ def test_trace_replay_equals_eager_on_a_mesh(tiny_root):
             assert all(torch.equal(a, b) for a, b in zip(eager, traced, strict=True))
 
 
-def test_skipping_the_reduction_gives_wrong_numbers(tiny_root):
-    """The row-parallel WO / w2 products are partial sums: a model that skips their all_reduce (each chip keeps its
-    own partial) is far from HF, so the collectives' sums are what the family tests check."""
+def test_skipping_the_reduction_gives_wrong_numbers(tiny_root, monkeypatch):
+    """The row-parallel WO / w2 products are partial sums: a model that skips their reduce-scatter's sum (each chip
+    keeps its own columns of its own partial, the scatter without the reduction) is far from HF, so the collectives'
+    sums are what the family tests check."""
+    import tt_models.layers.attention as attention_mod
+    import tt_models.layers.mlp as mlp_mod
+
     path = make_wide_model("llama_gqa", tiny_root)
     hf = load_hf(path)
     ref = hf_last_logits(hf, PROMPTS[0])
     tokens, lens = torch.tensor([PROMPTS[0]], dtype=torch.int32), [len(PROMPTS[0])]
+
+    def own_columns_unsummed(x, plan, memory_config):
+        mesh, n = x.device(), plan.devices
+        parts = ttnn.to_torch(x, mesh_composer=ttnn.ConcatMeshToTensor(mesh, dim=0))  # chip d's partial at [d]
+        w = parts.shape[-1] // n
+        own = torch.cat([parts[d : d + 1, ..., d * w : (d + 1) * w] for d in range(n)])
+        ttnn.deallocate(x)
+        return ttnn.from_torch(own, x.dtype, layout=ttnn.TILE_LAYOUT, device=mesh, memory_config=memory_config,
+                               mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=0))
+
     with open_mesh((1, 2)) as mesh:
         tt, kv = build(path, mesh, "reference")
         good = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
-        no_reduce = replace(tt.model.plan, devices=1)  # reduce_partials' single-chip path: no collective
-        for layer in tt.model.layers:
-            layer.attention.plan = layer.mlp.plan = no_reduce
+        monkeypatch.setattr(attention_mod, "reduce_partials", own_columns_unsummed)
+        monkeypatch.setattr(mlp_mod, "reduce_partials", own_columns_unsummed)
         bad = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
     assert pcc(good, ref) >= 0.999
     assert pcc(bad, ref) < 0.9
@@ -260,16 +318,17 @@ def test_four_head_model_on_eight_chips_is_refused_at_load(tiny_root):
 
 
 def test_model_that_does_not_fit_the_mesh_is_refused_with_the_numbers():
-    """Llama-3.1-70B's shapes in bf16 need about 17 GiB of weights per chip over 8 chips; a Wormhole chip has 12 GiB:
-    refused at load, before any weight is placed, with what it needs, what a chip has and how many chips it would
-    take. The same model with 2 layers loads (dummy weights)."""
+    """Llama-3.1-70B's shapes in bf16 need about 16.4 GiB of weights per chip over 8 chips (131 GiB, the embedding
+    split by hidden dim like everything else); a Wormhole chip has 12 GiB: refused at load, before any weight is
+    placed, with what it needs, what a chip has and how many chips it would take (131 / 12 -> 11). The same model with
+    2 layers loads (dummy weights)."""
     cfg = LlamaConfig(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
                       num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=131072)
     cfg.architectures = ["LlamaForCausalLM"]
     with open_mesh((1, 8)) as mesh:
         with pytest.raises(UnsupportedModelError,
-                           match=r"does not fit a \(1, 8\) mesh: its weights take 1[6-9]\.\d+ GiB per chip with tensor "
-                                 r"parallel over 8 chips, a chip has 1[12]\.\d+ GiB of DRAM free .* needs about 1[2-4] "
+                           match=r"does not fit a \(1, 8\) mesh: its weights take 16\.\d+ GiB per chip with tensor "
+                                 r"parallel over 8 chips, a chip has 1[12]\.\d+ GiB of DRAM free .* needs about 11 "
                                  r"chips"):
             TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, optimizations="bf16", load_format="dummy")
         tt = TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, n_layers=2, optimizations="bf16",

@@ -1,15 +1,17 @@
-"""The two collectives tensor parallelism adds to the model (tt_models/parallel.py says what is split):
+"""The collectives tensor parallelism adds to the model (tt_models/parallel.py says what is split), as
+tt_transformers runs them on N300 / T3K with a fractured residual stream:
 
-- `reduce_partials`: the row-parallel WO and w2 products are partial sums over each chip's heads / hidden units;
-  ttnn.all_reduce over the TP group gives every chip the full sum, so the residual stream stays whole and replicated
-  and the norms, the embedding and everything between the layers run as on one chip. (tt_transformers on N300 / T3K
-  reduce-scatters instead and all-gathers before each norm, keeping a fractured residual; all_reduce is what the
-  device runs as reduce_scatter + all_gather itself, with the same sums.)
+- `reduce_partials`: the row-parallel WO and w2 products are partial sums over each chip's heads / hidden units,
+  [.., dim] on every chip; ttnn.reduce_scatter over the TP group sums them and leaves each chip its dim / N columns of
+  the sum, which it adds to its columns of the residual.
+- `gather_columns`: each chip's columns concatenated on every chip (ttnn.all_gather on the last dim): the residual
+  before a norm, or the distributed norm's per-chip stats.
 - `gather_vocab`: the LM head's vocabulary slices all-gathered so that on-device argmax and sampling, which need the
   whole vocabulary, see it. Logits read back to the host skip it: the host concatenates the slices
   (ConcatMeshToTensor), which moves each logit once instead of N times.
 
-On one chip (plan.devices == 1) both hand back their input and no op runs: the single-chip graph is unchanged.
+On one chip (plan.devices == 1) reduce_partials and gather_vocab hand back their input and no op runs: the
+single-chip graph is unchanged (the norms call gather_columns only on a mesh).
 """
 
 from __future__ import annotations
@@ -24,18 +26,25 @@ TOPOLOGY = "Linear"
 
 
 def reduce_partials(x: Any, plan: TPPlan, memory_config: Any) -> Any:
-    """Sum x over the TP group's chips into memory_config (every chip gets the sum). A sharded input (decode's
-    width-sharded matmul outputs) goes to interleaved L1 first, as tt_transformers hands its collectives."""
+    """[1, 1, rows, dim] partial sums on every chip -> chip d's columns [d * dim / N, (d + 1) * dim / N) of their sum
+    over the TP group, in memory_config. A sharded input (decode's width-sharded matmul outputs) goes to interleaved
+    L1 first, as tt_transformers' tt_all_reduce hands it to the reduce-scatter."""
     if plan.devices == 1:
         return x
     if x.is_sharded():
         flat = ttnn.sharded_to_interleaved(x, ttnn.L1_MEMORY_CONFIG)
         ttnn.deallocate(x)
         x = flat
-    out = ttnn.all_reduce(x, cluster_axis=plan.cluster_axis, memory_config=memory_config,
-                          topology=getattr(ttnn.Topology, TOPOLOGY))
+    out = ttnn.reduce_scatter(x, 3, cluster_axis=plan.cluster_axis, memory_config=memory_config,
+                              topology=getattr(ttnn.Topology, TOPOLOGY))
     ttnn.deallocate(x)
     return out
+
+
+def gather_columns(x: Any, plan: TPPlan, memory_config: Any) -> Any:
+    """[.., cols] on each chip -> [.., N * cols] on every chip (the chips' columns in order), in memory_config."""
+    return ttnn.all_gather(x, 3, cluster_axis=plan.cluster_axis, memory_config=memory_config,
+                           topology=getattr(ttnn.Topology, TOPOLOGY))
 
 
 def gather_vocab(logits: Any, plan: TPPlan) -> Any:

@@ -1,0 +1,68 @@
+"""RMSNorm on the residual stream, as tt_transformers' DistributedNorm runs it: the input is this chip's columns of
+the residual (tensor parallel) or the whole row (one chip); the output is the whole normed row on every chip, what
+the column-parallel QKV / w1,w3 and the LM head multiply.
+
+- one chip: the ordinary rms_norm (decode: sharded on the residual grid);
+- tensor parallel, gathered (decode, and prefill up to dim 4096): all_gather the residual's columns, then the
+  ordinary rms_norm with the whole weight;
+- tensor parallel, distributed (prefill above dim 4096, tt_transformers' `is_distributed_norm`):
+  rms_norm_pre_all_gather (per-chip sum of squares) -> all_gather of the stats -> rms_norm_post_all_gather with this
+  chip's columns of the weight -> all_gather of the normed columns. Only [rows, 32 * N] of stats cross the chips
+  before the norm, not the activation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tt_models.backend import ttnn
+from tt_models.layers.collectives import gather_columns
+from tt_models.layouts import DecodeLayouts
+from tt_models.parallel import TPPlan, residual_columns
+from tt_models.weights import WeightStore
+
+
+class ResidualNorm:
+    def __init__(self, weights: WeightStore, name: str, eps: float, kernel: Any, plan: TPPlan) -> None:
+        self.eps, self.kernel, self.plan = eps, kernel, plan
+        self.weight = weights.norm(name)  # whole (replicated on a mesh)
+        # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
+        self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2))
+                               if plan.distributed_norm("prefill") else None)
+
+    def prefill(self, x: Any) -> Any:
+        """x [1, 1, S, dim / N] in DRAM -> the normed [1, 1, S, dim] in DRAM."""
+        if self.plan.devices == 1:
+            return ttnn.rms_norm(x, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
+        if self.plan.distributed_norm("prefill"):
+            return self._distributed(x)
+        whole = gather_columns(x, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
+        ttnn.deallocate(whole)
+        return out
+
+    def decode(self, x: Any, d: DecodeLayouts, kernel: Any = None) -> Any:
+        """x width-sharded on the residual grid -> the normed [1, 1, B, dim] width-sharded on the normed grid."""
+        kernel = kernel or self.kernel
+        if self.plan.devices == 1:
+            return ttnn.rms_norm(x, epsilon=self.eps, weight=self.weight, program_config=d.norm,
+                                 memory_config=d.residual, compute_kernel_config=kernel)
+        whole = gather_columns(x, self.plan, d.normed)
+        out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, program_config=d.norm,
+                            memory_config=d.normed, compute_kernel_config=kernel)
+        ttnn.deallocate(whole)
+        return out
+
+    def _distributed(self, x: Any) -> Any:
+        # Stats in the residual's precision class: fp32 where the residual is fp32 (the simulator's reference
+        # profile), else bf16 as tt_transformers gathers them.
+        stats_dtype = ttnn.float32 if x.dtype == ttnn.float32 else ttnn.bfloat16
+        stats = ttnn.rms_norm_pre_all_gather(x, compute_kernel_config=self.kernel, dtype=stats_dtype)
+        gathered = gather_columns(stats, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        ttnn.deallocate(stats)
+        out = ttnn.rms_norm_post_all_gather(x, gathered, epsilon=self.eps, weight=self.weight_columns,
+                                            compute_kernel_config=self.kernel)
+        ttnn.deallocate(gathered)
+        whole = gather_columns(out, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        ttnn.deallocate(out)
+        return whole
