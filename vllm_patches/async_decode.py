@@ -112,6 +112,7 @@ class AsyncDecoder:
         read = runner.model.read_decode_output(out, async_read=True)
         self.events.append(("launch", so_step))
         self.launched += 1
+        runner.device_sampled_steps += 1  # the runner's count of steps the device sampled, async or not
         self.inflight = InflightDecode(so_step, list(batch.req_ids), slots, read)
         return AsyncTTModelRunnerOutput(self, self.inflight)
 
