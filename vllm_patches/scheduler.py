@@ -33,10 +33,19 @@ class TTScheduler(Scheduler):
         """Running requests whose prompt is only partly prefilled (chunked prefill across steps)."""
         return [r for r in self.running if r.is_prefill_chunk]
 
+    def _cannot_admit(self, chunking: list) -> bool:
+        """True when a prefill attempt is sure to schedule nothing: no KV block is free, and every waiting request
+        needs one (prefix-cache hits stop short of a prompt's last token, whose block is new; requests that already
+        hold blocks wait in kv_holding_waiting). Prompts being chunked are left to the attempt (it may preempt)."""
+        return not chunking and not len(self.kv_holding_waiting) and \
+            self.kv_cache_manager.block_pool.get_num_free_blocks() == 0
+
     def schedule(self, throttle_prefills: bool = False) -> SchedulerOutput:
         chunking = self._chunking()
         decoding = len(self.running) > len(chunking)
         admit = self._has_waiting() and len(self.running) < self.max_num_running_reqs
+        if admit and decoding and self._cannot_admit(chunking):
+            admit = False  # decode now, in one schedule() call, rather than after an attempt doomed to be empty
         if (chunking or admit) and not (self._decode_next and decoding):
             out = self._prefill_only(throttle_prefills, chunking)
             self._decode_next = bool(self._chunking())
@@ -44,7 +53,7 @@ class TTScheduler(Scheduler):
                 return out
             # No waiting request fit in the KV cache: decode instead, or the running batch would starve. What the
             # empty step drained from the scheduler (finished and preempted ids, freed encoder entries, blocks to
-            # zero or copy) must still reach the worker.
+            # zero or copy) must still reach the worker. (A full cache is caught before the attempt, in one call.)
             return _carry_over(out, self._decode_only(throttle_prefills))
         self._decode_next = False
         return self._decode_only(throttle_prefills)

@@ -58,3 +58,38 @@ def test_steps_are_prefill_or_decode_and_fallback_keeps_drained_state(smollm2_di
     assert "b" in out.finished_req_ids
     assert out.preempted_req_ids and "z" in out.preempted_req_ids
     assert sched.waiting.peek_request().request_id == "c"
+
+
+def test_full_cache_decodes_in_one_schedule_call(smollm2_dir, monkeypatch):
+    """With every KV block held by the running requests no waiting request can be admitted: the step decodes in a
+    single call of vLLM's schedule() (no empty prefill attempt first), and what vLLM drains per step still arrives:
+    a waiting request aborted between steps is in finished_req_ids, a pending preemption in preempted_req_ids."""
+    from vllm.v1.core.sched.scheduler import Scheduler
+
+    sched = scheduler(smollm2_dir, num_blocks=5)  # 4 usable blocks of 64 tokens
+    sched.add_request(request("a", 100))
+    sched.add_request(request("b", 100))
+    out = sched.schedule()
+    assert set(out.num_scheduled_tokens) == {"a", "b"}
+    advance(sched, out)
+    assert sched.kv_cache_manager.block_pool.get_num_free_blocks() == 0  # 2 blocks each; decode fits to 128 tokens
+
+    calls = []
+    original = Scheduler.schedule
+    monkeypatch.setattr(Scheduler, "schedule", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    sched.add_request(request("c", 50))
+    sched.add_request(request("d", 50))
+    sched.finish_requests("d", RequestStatus.FINISHED_ABORTED)
+    sched.reset_preempted_req_ids.add("z")
+    out = sched.schedule()
+    assert len(calls) == 1
+    assert out.num_scheduled_tokens == {"a": 1, "b": 1}
+    assert "d" in out.finished_req_ids and "z" in (out.preempted_req_ids or ())
+    assert sched.waiting.peek_request().request_id == "c"
+
+    # A block frees up (b finishes): the next step tries to admit c again, in a prefill-only step.
+    advance(sched, out)
+    sched.finish_requests("b", RequestStatus.FINISHED_ABORTED)
+    calls.clear()
+    out = sched.schedule()
+    assert set(out.num_scheduled_tokens) == {"c"} and "b" in out.finished_req_ids and len(calls) == 1
