@@ -149,9 +149,9 @@ def test_on_device_greedy(llama):
     host = model.process_decode_output_host(*model.read_decode_output(raw, async_read=True))
     assert torch.equal(host[0], host_logits[0]) and torch.isnan(host[1:]).all()
     # what the device path cannot do is refused, never silently ignored
-    with pytest.raises(ValueError, match="penalties and logprobs are sampled on the host"):
+    with pytest.raises(ValueError, match="rank the 32 best tokens: 40 logprobs need host sampling"):
         model.decode_forward(tokens, pos, table, kv,
-                             sampling_params=TTSamplingParams(temperature=0.7, top_k=10, presence_penalty=0.5))
+                             sampling_params=TTSamplingParams(temperature=0.7, top_k=10, num_logprobs=40))
     with pytest.raises(ValueError, match="top_k 50 needs host sampling"):
         model.decode_forward(tokens, pos, table, kv, sampling_params=TTSamplingParams(temperature=0.7, top_k=50))
 
