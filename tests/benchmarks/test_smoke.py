@@ -44,3 +44,12 @@ def test_mesh_decode_smoke(tmp_path):
                   "4", "--steps", "1", "--meshes", "1x1,1x2", "--replicas", "2")
     assert r["tp_decode_step_ms_1x1"] > 0 and r["tp_ratio_1x2_over_1x1"] > 0
     assert r["dp_step_ms"] >= r["dp_replicas_decode_ms"] > 0 and r["dp_total_batch"] == 8
+
+
+def test_vllm_async_vs_sync_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_vllm_plugin.py", "async", "2", "6")
+    assert r["async"]["async_scheduling"] and not r["sync"]["async_scheduling"]
+    assert r["async"]["tok_s"] > 0 and r["sync"]["tok_s"] > 0 and r["ratio_async_over_sync"] > 0
+    # 5 decode steps of one batch: the first launched alone, the others each overlapping the previous one.
+    assert r["async"]["steps_launched_async"] == 5 and r["async"]["steps_overlapped"] == 4
+    assert r["sync"]["steps_launched_async"] == 0 and r["outputs_equal"]
