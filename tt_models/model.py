@@ -14,7 +14,7 @@ import torch
 
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
-from tt_models.layers.collectives import gather_vocab, replicate, to_host
+from tt_models.layers.collectives import gather_vocab, reduce_inputs, replicate, to_host
 from tt_models.layers.decoder import DecoderLayer
 from tt_models.layers.norm import ResidualNorm
 from tt_models.layouts import ModelLayouts, build_layouts
@@ -110,8 +110,9 @@ class Transformer:
         for w, mm in zip(self.lm_head, d.lm_head, strict=True):
             part = ttnn.linear(x, w, dtype=self.logits_dtype, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                                program_config=mm.program, compute_kernel_config=fixed_kernel("LM_HEAD"))
-            parts.append(ttnn.sharded_to_interleaved(part, ttnn.L1_MEMORY_CONFIG))
+            flat = ttnn.sharded_to_interleaved(part, ttnn.L1_MEMORY_CONFIG)
             ttnn.deallocate(part)
+            parts.append(reduce_inputs(flat, self.plan, ttnn.L1_MEMORY_CONFIG))  # 2-D: sum over the row's columns
         ttnn.deallocate(x)
         if len(parts) == 1:
             return parts[0]

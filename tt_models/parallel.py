@@ -13,13 +13,21 @@ Chip d holds Q heads [d * n_heads / N, (d + 1) * n_heads / N). KV heads split th
 as many as chips; with fewer (N > n_kv_heads, which must then divide N) every chip keeps the one KV head its Q heads
 read, so that head is replicated on N / n_kv_heads chips, as tt_transformers does.
 
-A TP group is one row (or one column) of chips: a 2-D mesh is served as data parallel over its rows with TP along
-each row (tt_data_parallel = rows), never with TP over all chips of a 2-D mesh (the 1-D fabric tt_transformers uses on
-T3K needs a cluster axis, so the collectives would run in two stages and the heads split two ways).
+On a 2-D mesh (R x C chips, e.g. Galaxy's 8 x 4) the split is tt_transformers' TG one: the residual stream is
+fractured over the C chips of each row (dim / C columns, the same on every row) and the heads, MLP hidden units and
+vocabulary over the R rows. So every weight is split two ways (ttnn.ShardTensor2dMesh): QKV and w1/w3 by output
+(heads / hidden units) over the rows and by input (the residual's columns) over the columns, WO and w2 the other way
+round. Products of the fractured input (QKV, w1, w3, LM head) are partial sums over a row's chips, all-reduced along
+axis 1; WO and w2 products are partial sums over a column's chips (each row its heads / hidden units), all-reduced
+along axis 0 onto the fractured residual. The norms are always distributed (per-chip stats gathered along axis 1),
+and their output stays fractured. Attention runs on every chip of a row for the row's heads and all users (its KV
+cache replicated along the row); tt_transformers additionally gives each column a quarter of the decode users
+(its slice / user-selection matmuls), a compute saving not done here.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,7 +52,12 @@ class TPPlan:
     hidden_dim: int  # MLP hidden units per chip
     vocab: int  # vocabulary columns per chip
     dim: int  # residual-stream columns per chip (the fractured residual; the whole dim on one chip)
-    cluster_axis: int = 1  # the mesh axis the group's chips lie along (1: a row)
+    cluster_axis: int = 1  # the mesh axis the residual's columns are split along (1: a row)
+    grid: tuple[int, int] | None = None  # 2-D TP: (R, C) chips, heads over the R rows, the residual over the C columns
+
+    @property
+    def two_d(self) -> bool:
+        return self.grid is not None
 
     @property
     def n_heads(self) -> int:
@@ -58,19 +71,22 @@ class TPPlan:
     def distributed_norm(self, mode: str) -> bool:
         """Whether the norm in this mode ("prefill" / "decode") gathers the stats (distributed rms_norm) instead of
         the activation, as tt_transformers decides on a 1xN mesh."""
+        if self.two_d:
+            return True  # tt_transformers' is_distributed_norm on any 2-D mesh: the activation is never gathered
         return self.devices > 1 and mode == "prefill" and self.dim * self.devices > DISTRIBUTED_NORM_ABOVE_DIM
 
     @property
     def tag(self) -> str:
         """Part of a converted weight's cache name: a different split is a different tensor."""
-        return f"tp{self.devices}"
+        return f"tp{self.grid[0]}x{self.grid[1]}" if self.two_d else f"tp{self.devices}"
 
     def local_args(self, args: ModelArgs) -> ModelArgs:
         """The model as one chip sees it: its heads, hidden units and vocabulary slice (same object on one chip)."""
         if self.devices == 1:
             return args
+        # 2-D: the QKV / w1,w3 / LM-head inputs and the WO / w2 outputs are this chip's dim / C columns.
         return replace(args, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads, hidden_dim=self.hidden_dim,
-                       vocab_size=self.vocab)
+                       vocab_size=self.vocab, dim=self.dim if self.two_d else args.dim)
 
     def qkv_rows(self, args: ModelArgs) -> torch.Tensor | None:
         """Rows of the Meta [wq; wk; wv] ([out, in], out = heads x head_dim) in chip order: chip d's block is
@@ -96,22 +112,19 @@ def single_device_plan(args: ModelArgs) -> TPPlan:
 
 
 def tp_axis(mesh_shape: tuple[int, int]) -> tuple[int, int]:
-    """(devices, cluster_axis) of a mesh used as one TP group: a 1xN row (axis 1) or an Nx1 column (axis 0)."""
+    """(devices, cluster_axis) of a mesh used as one 1-D TP group: a 1xN row (axis 1) or an Nx1 column (axis 0)."""
     rows, cols = mesh_shape
     if rows > 1 and cols > 1:
-        raise UnsupportedModelError(
-            f"tensor parallel runs along one row or column of chips; a {rows}x{cols} mesh is served as data parallel "
-            f"over its rows with tensor parallel along each (tt_data_parallel={rows}, or vLLM additional_config "
-            f'"tt": {{"data_parallel": {rows}}})')
+        raise ValueError(f"a {rows}x{cols} mesh is not one line of chips")
     return (cols, 1) if rows == 1 else (rows, 0)
 
 
-def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:
-    """The split of this model over a 1xN (or Nx1) mesh; refuses what does not divide, naming the numbers."""
-    n, axis = tp_axis(tuple(mesh_shape))
-    if n == 1:
-        return single_device_plan(args)
-    where = f"over {n} chips ({tuple(mesh_shape)} mesh)"
+Heads = tuple[tuple[int, ...], ...]  # per group of chips: the (global) heads it holds
+
+
+def _split_heads(args: ModelArgs, n: int, where: str) -> tuple[Heads, Heads]:
+    """Q heads and KV heads of each of n groups of chips: KV heads split like the Q heads when there are at least n,
+    else each group keeps the one its Q heads read (replicated over n / n_kv_heads groups)."""
     if args.n_heads % n:
         raise UnsupportedModelError(f"tensor parallel {where}: {args.n_heads} attention heads do not split evenly")
     q_per = args.n_heads // n
@@ -126,15 +139,39 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
                                         f"evenly (the chip count must be a multiple of the KV head count)")
         group = args.n_heads // args.n_kv_heads  # Q heads per KV head
         kv = tuple(((d * q_per) // group,) for d in range(n))
-    if args.hidden_dim % (n * TILE):
+    return tuple(tuple(range(d * q_per, (d + 1) * q_per)) for d in range(n)), kv
+
+
+def _check_splits(args: ModelArgs, heads: int, columns: int, where: str) -> None:
+    """Whole tiles per chip: the MLP's hidden units and the vocabulary over `heads` groups, the residual's columns
+    over `columns` chips."""
+    if args.hidden_dim % (heads * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: MLP size {args.hidden_dim} does not split into whole "
                                     f"tiles ({TILE} columns) per chip")
-    if args.dim % (n * TILE):
+    if args.dim % (columns * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
                                     f"({TILE} columns) per chip (the residual stream is split by columns)")
-    if args.vocab_size % n:
+    if args.vocab_size % heads:
         raise UnsupportedModelError(f"tensor parallel {where}: vocabulary {args.vocab_size} does not split evenly")
-    q = tuple(tuple(range(d * q_per, (d + 1) * q_per)) for d in range(n))
+
+
+def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:
+    """The split of this model over a 1xN (or Nx1) mesh, or two ways over an R x C mesh; refuses what does not
+    divide, naming the numbers."""
+    rows, cols = tuple(mesh_shape)
+    if rows > 1 and cols > 1:
+        where = (f"over {rows * cols} chips ({rows}x{cols} mesh: heads over {rows} rows, hidden size over {cols} "
+                 f"columns)")
+        q, kv = _split_heads(args, rows, where)
+        _check_splits(args, rows, cols, where)
+        return TPPlan(rows * cols, q, kv, args.hidden_dim // rows, args.vocab_size // rows, args.dim // cols, 1,
+                      (rows, cols))
+    n, axis = tp_axis((rows, cols))
+    if n == 1:
+        return single_device_plan(args)
+    where = f"over {n} chips ({(rows, cols)} mesh)"
+    q, kv = _split_heads(args, n, where)
+    _check_splits(args, n, n, where)
     return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, args.dim // n, axis)
 
 
@@ -145,7 +182,7 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
     from tt_models.layouts import tile_bytes
 
     local = plan.local_args(args)
-    hd, dim = args.head_dim, args.dim
+    hd, dim = args.head_dim, local.dim  # 2-D: the matmuls' side along the residual is this chip's dim / C
 
     def tiles(k: int, n: int) -> int:
         return -(-k // TILE) * -(-n // TILE)
@@ -184,24 +221,55 @@ def check_weights_fit(args: ModelArgs, plan: TPPlan, profile: Any, mesh_device: 
 
 @dataclass(frozen=True)
 class Shard:
-    """How one weight is laid over a TP group's chips: the Meta [out, in] rows first reordered by `rows` (so that chip
-    d's share is the d-th contiguous block), then split into `devices` blocks along `dim` of the TT layout
-    [1, 1, in, out] (3: output columns, column-parallel; 2: input rows, row-parallel) with ttnn.ShardTensorToMesh."""
+    """How one weight is laid over the TP chips: the Meta [out, in] rows first reordered by `rows` (so that each
+    group's share is one contiguous block), then split along dims of the TT layout [1, 1, in, out] (3: output
+    columns, column-parallel; 2: input rows, row-parallel). 1-D: `dim` into `devices` blocks (ttnn.ShardTensorToMesh).
+    2-D: `mesh_dims` = the tensor dims split over mesh axis 0 (rows) and axis 1 (columns), None replicating along
+    that axis (ttnn.ShardTensor2dMesh over `mesh_shape`)."""
 
-    dim: int
+    dim: int | None
     devices: int
     rows: torch.Tensor | None = None
+    mesh_dims: tuple[int | None, int | None] | None = None
+    mesh_shape: tuple[int, int] | None = None
+
+    def parts(self, tensor_dim: int) -> int:
+        """Into how many blocks tensor dim `tensor_dim` of the TT layout is split."""
+        if self.mesh_dims is None:
+            return self.devices if tensor_dim == self.dim else 1
+        return math.prod(n for d, n in zip(self.mesh_dims, self.mesh_shape, strict=True) if d == tensor_dim)
+
+
+def _two_way(plan: TPPlan, over_rows: int | None, over_cols: int | None, rows: torch.Tensor | None = None) -> Shard:
+    return Shard(None, plan.devices, rows, (over_rows, over_cols), plan.grid)
 
 
 def column_parallel(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | None:
+    """Output columns split over the chips (2-D: over the rows, the input over the columns)."""
+    if plan.two_d:
+        return _two_way(plan, 3, 2, rows)
     return Shard(3, plan.devices, rows) if plan.devices > 1 else None
 
 
 def row_parallel(plan: TPPlan) -> Shard | None:
+    """Input rows split over the chips (2-D: over the rows, the output over the columns)."""
+    if plan.two_d:
+        return _two_way(plan, 2, 3)
     return Shard(2, plan.devices) if plan.devices > 1 else None
+
+
+def output_columns(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | None:
+    """A bias of a column-parallel product, [1, 1, 1, out]: split as the product's output columns (2-D: over the
+    rows only; each chip of a row adds it once, after the row's partial sums are reduced)."""
+    if plan.two_d:
+        return _two_way(plan, 3, None, rows)
+    return column_parallel(plan, rows)
 
 
 def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
     """Each chip's columns of the residual stream, as a weight holds them: dim 3 of the embedding table
-    [1, 1, vocab, hidden], dim 2 of a norm weight's [1, 1, hidden / 32, 32] sticks. None on one chip."""
+    [1, 1, vocab, hidden], dim 2 of a norm weight's [1, 1, hidden / 32, 32] sticks (2-D: over the columns,
+    replicated down the rows). None on one chip."""
+    if plan.two_d:
+        return _two_way(plan, None, dim)
     return Shard(dim, plan.devices) if plan.devices > 1 else None

@@ -41,6 +41,10 @@ class WeightStore:
         n = self.device.get_num_devices()
         if n == 1:
             return None, ""
+        if shard is not None and shard.mesh_dims is not None:
+            d0, d1 = shard.mesh_dims
+            return (ttnn.ShardTensor2dMesh(self.device, dims=shard.mesh_dims, mesh_shape=shard.mesh_shape),
+                    f"-tp{shard.mesh_shape[0]}x{shard.mesh_shape[1]}d{d0}{d1}")
         if shard is not None:
             return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}"
         return ttnn.ReplicateTensorToMesh(self.device), f"-rep{n}"
@@ -76,8 +80,8 @@ class WeightStore:
             if shard is not None and shard.rows is not None:
                 w = w[shard.rows]
             if columns is not None:
-                if shard is not None and shard.dim == 3:
-                    w = w.reshape(shard.devices, -1, w.shape[-1])[:, columns[0] : columns[1]]
+                if shard is not None and shard.parts(3) > 1:
+                    w = w.reshape(shard.parts(3), -1, w.shape[-1])[:, columns[0] : columns[1]]
                     w = w.reshape(-1, w.shape[-1])
                 else:
                     w = w[columns[0] : columns[1]]
@@ -121,14 +125,14 @@ class ShapeOnlyWeights(WeightStore):
 
     @staticmethod
     def _out(names_out: int, shard: Shard | None) -> int:
-        if shard is None or shard.dim != 3:
+        if shard is None:
             return names_out
-        return (len(shard.rows) if shard.rows is not None else names_out) // shard.devices
+        return (len(shard.rows) if shard.rows is not None else names_out) // shard.parts(3)
 
     def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
                columns: tuple[int, int] | None = None, shard: Shard | None = None) -> Any:
         out = self._out(sum(self.shapes[n][0] for n in names), shard) if columns is None else columns[1] - columns[0]
-        k = self.shapes[names[0]][1] // (shard.devices if shard is not None and shard.dim == 2 else 1)
+        k = self.shapes[names[0]][1] // (shard.parts(2) if shard is not None else 1)
         return self._empty((1, 1, k, out), dtype, ttnn.TILE_LAYOUT, memory_config)
 
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
@@ -136,12 +140,12 @@ class ShapeOnlyWeights(WeightStore):
         return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def norm(self, name: str, shard: Shard | None = None) -> Any:
-        n = shard.devices if shard is not None else 1
+        n = shard.parts(2) if shard is not None else 1
         return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
 
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         vocab, dim = self.shapes[name]
-        n = shard.devices if shard is not None else 1
+        n = shard.parts(3) if shard is not None else 1
         return self._empty((1, 1, vocab, dim // n), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
 
 

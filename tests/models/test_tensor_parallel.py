@@ -1,6 +1,7 @@
-"""Tensor parallelism on simulated meshes (tt_models/parallel.py): every family against HF on 1x2 and 1x8 meshes,
-KV heads replicated when there are fewer than chips, TP x DP on a 2x4 mesh, trace replay equal to eager, a skipped
-reduction detected by the numbers, the weight cache keyed by the split, and refusals of what does not divide or fit.
+"""Tensor parallelism on simulated meshes (tt_models/parallel.py): every family against HF on 1x2 and 1x8 meshes
+and two ways (tt_transformers' Galaxy split) on 2x4 and 8x4, KV heads replicated when there are fewer than chips,
+TP x DP on a 2x4 mesh, trace replay equal to eager, skipped reductions detected by the numbers, the weight cache
+keyed by the split, and refusals of what does not divide or fit.
 
 The tiny families have 4 heads; here each is widened to 8 heads (hidden 256, MLP 512) so that 8 chips get a head
 each, keeping the family's KV heads (llama_gqa 2, mistral_window 1, qwen2_bias 2, qwen3_qknorm 2: fewer than 8
@@ -221,6 +222,124 @@ def test_tensor_parallel_times_data_parallel_on_2x4(tiny_root):
         dp.release()
 
 
+# --- 2-D tensor parallel (tt_transformers' Galaxy split) ---
+MESHES_2D = {"2x4": (2, 4), "4x2": (4, 2)}
+
+
+@contextlib.contextmanager
+def galaxy_host(monkeypatch):
+    """The simulated host with a Galaxy's 32 chips (it has 8 by default)."""
+    import tt_models.sim.ttnn.device as device_mod
+
+    monkeypatch.setattr(device_mod, "SIM_NUM_DEVICES", 32)
+    yield
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_matches_hf_two_ways_on_2x4(family, tiny_root):
+    """2-D TP over all 8 chips of a 2x4 mesh (heads / MLP / vocabulary over the 2 rows, the residual over the 4
+    columns): greedy tokens equal HF's (reference, traced) and logits PCC >= 0.99 (performance)."""
+    path = make_wide_model(family, tiny_root)
+    hf = load_hf(path)
+    with open_mesh((2, 4)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        a, plan = tt.model.args, tt.model.plan
+        assert plan.grid == (2, 4) and plan.devices == 8 and plan.n_heads == a.n_heads // 2
+        assert plan.dim == a.dim // 4 and plan.hidden_dim == a.hidden_dim // 2 and plan.vocab == a.vocab_size // 2
+        assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
+        got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
+        follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{family} 2x4 two-way reference")
+        assert tt.trace_captures == 1
+        tt.release()
+
+        tt, kv = build(path, mesh, "performance")
+        got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
+        check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{family} 2x4 two-way performance")
+        tt.release()
+
+
+def test_galaxy_8x4_matches_hf(tiny_root, monkeypatch):
+    """A Galaxy's 8x4 mesh (32 chips): one Q head per row, llama_gqa's 2 KV heads each replicated over 4 rows, the
+    residual over 4 columns; greedy tokens equal HF's, traced; eager equals traced."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    hf = load_hf(path)
+    with galaxy_host(monkeypatch), open_mesh((8, 4)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        plan = tt.model.plan
+        assert plan.grid == (8, 4) and plan.n_heads == 1 and tt.kv_cache_heads == 1
+        assert plan.kv_heads == ((0,),) * 4 + ((1,),) * 4
+        traced = generate(tt, kv, PROMPTS, SLOTS, steps=2)
+        check_against_hf(hf, PROMPTS, traced, 0.999, True, "8x4 reference")
+        tt.release()
+        tt, kv = build(path, mesh, "reference")
+        eager = generate(tt, kv, PROMPTS, SLOTS, steps=2, enable_trace=False)
+        for a, b in zip(eager, traced, strict=True):
+            assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+        tt.release()
+
+
+@pytest.mark.parametrize("mesh_name", list(MESHES_2D))
+def test_two_way_split_is_what_each_chip_holds(mesh_name, tiny_root):
+    """Each chip of an R x C mesh holds: the embedding's dim / C columns (the same on every row), its row's heads'
+    fused QKV over its dim / C input rows, WO over its row's heads into its dim / C columns, its row's MLP slice, its
+    row's KV heads in the cache (identical along a row: every chip of a row caches the row's heads for all users),
+    and a fractured residual the norms never gather."""
+    path = make_wide_model("llama_gqa", tiny_root)
+    rows, cols = MESHES_2D[mesh_name]
+    with open_mesh((rows, cols)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        m, a = tt.model, tt.model.args
+        hd, dim = a.head_dim, a.dim
+        layer = m.layers[0]
+        assert tuple(m.tok_embeddings.shape)[-1] == dim // cols
+        q, k = a.n_heads // rows, max(1, a.n_kv_heads // rows)
+        assert tuple(layer.attention.wqkv.shape)[-2:] == (dim // cols, (q + 2 * k) * hd)
+        assert tuple(layer.attention.wo.shape)[-2:] == (q * hd, dim // cols)
+        assert tuple(layer.mlp.w1.shape)[-2:] == (dim // cols, a.hidden_dim // rows)
+        assert tuple(layer.mlp.w2.shape)[-2:] == (a.hidden_dim // rows, dim // cols)
+        d = m.layouts.decode
+        for config in (d.residual, d.normed):  # the norm's output stays as fractured as its input
+            assert config.shard_spec.shape[1] * config.shard_spec.grid.num_cores() == dim // cols
+        tt.prefill_forward(torch.tensor([PROMPTS[0]], dtype=torch.int32), page_table(BATCH, [0])[:1], kv,
+                           [len(PROMPTS[0])])
+        embedding = _per_chip(m.tok_embeddings)
+        assert all(torch.equal(embedding[c], embedding[r * cols + c]) for r in range(rows) for c in range(cols))
+        for cache in kv[0][0]:  # layer 0's K and V
+            chips = _per_chip(cache)
+            for r in range(rows):
+                row = chips[r * cols : (r + 1) * cols]
+                assert all(torch.equal(row[0], c) for c in row[1:])
+            # rows reading the same KV head (llama_gqa's 2 over 4 rows) cache the same values, other rows others
+            groups = m.plan.kv_heads
+            for r1 in range(rows):
+                for r2 in range(rows):
+                    same = torch.equal(chips[r1 * cols], chips[r2 * cols])
+                    assert same == (groups[r1] == groups[r2]), (r1, r2)
+        tt.release()
+
+
+def test_two_way_split_needs_the_row_reduction(tiny_root, monkeypatch):
+    """QKV, w1, w3 and the LM head on a 2-D mesh multiply each chip's columns of the residual: their products are
+    partial sums over a row. A model that skips that all_reduce along axis 1 is far from HF; the same model with it
+    matches (so the family tests check that the sums happen)."""
+    import tt_models.layers.attention as attention_mod
+    import tt_models.layers.mlp as mlp_mod
+    import tt_models.model as model_mod
+
+    path = make_wide_model("llama_gqa", tiny_root)
+    ref = hf_last_logits(load_hf(path), PROMPTS[0])
+    tokens, lens = torch.tensor([PROMPTS[0]], dtype=torch.int32), [len(PROMPTS[0])]
+    with open_mesh((2, 4)) as mesh:
+        tt, kv = build(path, mesh, "reference")
+        good = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
+        for mod in (attention_mod, mlp_mod, model_mod):
+            monkeypatch.setattr(mod, "reduce_inputs", lambda x, plan, memory_config: x)
+        bad = tt.prefill_forward(tokens, page_table(BATCH, [0])[:1], kv, lens)[0, 0]
+        tt.release()
+    assert pcc(good, ref) >= 0.999
+    assert pcc(bad, ref) < 0.9
+
+
 def test_trace_replay_equals_eager_on_a_mesh(tiny_root):
     path = make_wide_model("qwen2_bias", tiny_root)
     with open_mesh((1, 2)) as mesh:
@@ -304,7 +423,9 @@ def test_splits_that_do_not_divide_are_refused():
         (replace(_args(), n_kv_heads=3, n_heads=24), (1, 8), "3 KV heads cannot be replicated evenly"),
         (replace(_args(), hidden_dim=480), (1, 8), "MLP size 480 does not split into whole tiles"),
         (replace(_args(), vocab_size=513), (1, 2), "vocabulary 513 does not split evenly"),
-        (_args(), (2, 4), r"served as data parallel over its rows .*tt_data_parallel=2"),
+        (replace(_args(), n_heads=12, n_kv_heads=4), (8, 4), r"12 attention heads do not split evenly"),
+        (replace(_args(), dim=192), (2, 4), r"hidden size 192 does not split into whole tiles \(32 columns\) per chip"),
+        (replace(_args(), hidden_dim=480), (4, 2), "MLP size 480 does not split into whole tiles"),
     ]
     for args, shape, message in cases:
         with pytest.raises(UnsupportedModelError, match=message):

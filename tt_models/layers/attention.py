@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
-from tt_models.layers.collectives import reduce_partials
+from tt_models.layers.collectives import reduce_inputs, reduce_partials
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
-from tt_models.parallel import TPPlan, column_parallel, row_parallel, single_device_plan
+from tt_models.parallel import TPPlan, column_parallel, output_columns, row_parallel, single_device_plan
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
@@ -48,8 +48,8 @@ class Attention:
         # Column-parallel QKV, each chip's columns [its q | its k | its v]; row-parallel WO over the same heads.
         qkv_shard = column_parallel(plan, plan.qkv_rows(args))
         self.wqkv = weights.linear(qkv, prec.wqkv, p + "wqkv", layouts.weights["wqkv"], shard=qkv_shard)
-        self.bqkv = (weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv", shard=qkv_shard)
-                     if args.qkv_bias else None)
+        self.bqkv = (weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv",
+                                  shard=output_columns(plan, plan.qkv_rows(args))) if args.qkv_bias else None)
         self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo", layouts.weights["wo"], shard=row_parallel(plan))
         self.q_norm = weights.norm(p + "q_norm.weight") if args.qk_norm else None
         self.k_norm = weights.norm(p + "k_norm.weight") if args.qk_norm else None
@@ -88,7 +88,7 @@ class Attention:
         mm = lay.prefill_matmul(seq, a.dim, qkv_n, x, self.wqkv, self.prec.residual, k_ops["LI_QKV_PREFILL"])
         qkv = prefill_linear(x, self.wqkv, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
                              compute_kernel_config=k_ops["LI_QKV_PREFILL"])
-        qkv = self._qkv_bias(qkv)
+        qkv = self._qkv_bias(reduce_inputs(qkv, self.plan, ttnn.DRAM_MEMORY_CONFIG))
         q, k, v = ttnn.experimental.nlp_create_qkv_heads(qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads,
                                                          transpose_k_heads=False,
                                                          memory_config=ttnn.DRAM_MEMORY_CONFIG)
@@ -133,8 +133,9 @@ class Attention:
         a, k_ops, d = self.args, self.prec.kernels, self.layouts.decode
         qkv = ttnn.linear(x, self.wqkv, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                           program_config=d.qkv.program, compute_kernel_config=k_ops["LI_QKV_DECODE"])
-        qkv = ttnn.sharded_to_interleaved(qkv, ttnn.L1_MEMORY_CONFIG)
-        qkv = self._qkv_bias(qkv)
+        flat = ttnn.sharded_to_interleaved(qkv, ttnn.L1_MEMORY_CONFIG)
+        ttnn.deallocate(qkv)
+        qkv = self._qkv_bias(reduce_inputs(flat, self.plan, ttnn.L1_MEMORY_CONFIG))
         q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(
             qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
         ttnn.deallocate(qkv)

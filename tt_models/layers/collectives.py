@@ -10,7 +10,18 @@ tt_transformers runs them on N300 / T3K with a fractured residual stream:
   whole vocabulary, see it. Logits read back to the host skip it: the host concatenates the slices
   (ConcatMeshToTensor), which moves each logit once instead of N times.
 
-On one chip (plan.devices == 1) reduce_partials and gather_vocab hand back their input and no op runs: the
+On a 2-D mesh (tt_transformers' TG split, tt_models/parallel.py) the residual is fractured over each row's chips
+and the heads / hidden units / vocabulary over the rows:
+
+- `reduce_inputs`: QKV, w1, w3 and the LM head multiply this chip's columns of the normed residual, so their
+  products are partial sums over a row's chips: ttnn.all_reduce along axis 1 gives every chip of the row the sum
+  (its row's heads / hidden units / vocabulary slice). A no-op off 2-D meshes (there those matmuls read the gathered
+  residual).
+- `reduce_partials`: WO and w2 products are partial sums over the rows (each row its heads / hidden units), already
+  split by columns: ttnn.all_reduce along axis 0 leaves each chip its columns of the sum, the fractured residual.
+- `gather_vocab`: the rows' vocabulary slices all-gathered along axis 0.
+
+On one chip (plan.devices == 1) the reductions and gather_vocab hand back their input and no op runs: the
 single-chip graph is unchanged (the norms call gather_columns only on a mesh).
 """
 
@@ -25,20 +36,49 @@ from tt_models.parallel import TPPlan
 TOPOLOGY = "Linear"
 
 
+def _interleaved(x: Any) -> Any:
+    """A sharded input (decode's width-sharded matmul outputs) goes to interleaved L1 first, as tt_transformers'
+    tt_all_reduce hands it to the collective."""
+    if not x.is_sharded():
+        return x
+    flat = ttnn.sharded_to_interleaved(x, ttnn.L1_MEMORY_CONFIG)
+    ttnn.deallocate(x)
+    return flat
+
+
+def _all_reduce(x: Any, axis: int, memory_config: Any) -> Any:
+    """The sum over the chips along `axis`, on each of them, in memory_config (a sharded one: reduced in L1, then
+    sharded)."""
+    x = _interleaved(x)
+    sharded = memory_config.is_sharded()
+    out = ttnn.all_reduce(x, cluster_axis=axis, memory_config=ttnn.L1_MEMORY_CONFIG if sharded else memory_config,
+                          topology=getattr(ttnn.Topology, TOPOLOGY))
+    ttnn.deallocate(x)
+    if sharded:
+        placed = ttnn.interleaved_to_sharded(out, memory_config)
+        ttnn.deallocate(out)
+        out = placed
+    return out
+
+
 def reduce_partials(x: Any, plan: TPPlan, memory_config: Any) -> Any:
     """[1, 1, rows, dim] partial sums on every chip -> chip d's columns [d * dim / N, (d + 1) * dim / N) of their sum
-    over the TP group, in memory_config. A sharded input (decode's width-sharded matmul outputs) goes to interleaved
-    L1 first, as tt_transformers' tt_all_reduce hands it to the reduce-scatter."""
+    over the TP group, in memory_config (2-D: [1, 1, rows, dim / C] partial sums over the rows -> their sum)."""
     if plan.devices == 1:
         return x
-    if x.is_sharded():
-        flat = ttnn.sharded_to_interleaved(x, ttnn.L1_MEMORY_CONFIG)
-        ttnn.deallocate(x)
-        x = flat
+    if plan.two_d:
+        return _all_reduce(x, 0, memory_config)
+    x = _interleaved(x)
     out = ttnn.reduce_scatter(x, 3, cluster_axis=plan.cluster_axis, memory_config=memory_config,
                               topology=getattr(ttnn.Topology, TOPOLOGY))
     ttnn.deallocate(x)
     return out
+
+
+def reduce_inputs(x: Any, plan: TPPlan, memory_config: Any) -> Any:
+    """2-D: a product of this chip's residual columns, a partial sum over its row -> the row's sum on each of its
+    chips, in memory_config. Elsewhere the input itself (those products are whole)."""
+    return _all_reduce(x, 1, memory_config) if plan.two_d else x
 
 
 def gather_columns(x: Any, plan: TPPlan, memory_config: Any) -> Any:
@@ -51,7 +91,8 @@ def gather_vocab(logits: Any, plan: TPPlan) -> Any:
     """[1, 1, rows, vocab / N] per chip -> [1, 1, rows, vocab] on every chip, in the input's memory config."""
     if plan.devices == 1:
         return logits
-    out = ttnn.all_gather(logits, 3, cluster_axis=plan.cluster_axis, topology=getattr(ttnn.Topology, TOPOLOGY))
+    axis = 0 if plan.two_d else plan.cluster_axis  # 2-D: the vocabulary is split over the rows
+    out = ttnn.all_gather(logits, 3, cluster_axis=axis, topology=getattr(ttnn.Topology, TOPOLOGY))
     ttnn.deallocate(logits)
     return out
 
@@ -61,6 +102,10 @@ def to_host(t: Any, plan: TPPlan, mesh_device: Any, vocab_sliced: bool) -> Any:
     anything replicated (gathered logits, token ids) read as one copy."""
     if plan.devices == 1:
         return ttnn.to_torch(t)
+    if vocab_sliced and plan.two_d:
+        # Rows' slices side by side on the last dim, a row's (equal) copies stacked on dim 0: keep one.
+        composer = ttnn.ConcatMesh2dToTensor(mesh_device, mesh_shape=tuple(mesh_device.shape), dims=(3, 0))
+        return ttnn.to_torch(t, mesh_composer=composer)[:1]
     if vocab_sliced:
         return ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(mesh_device, dim=-1))
     return ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(mesh_device, dim=0))[:1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tt_models.backend import ttnn
-from tt_models.layers.collectives import reduce_partials
+from tt_models.layers.collectives import reduce_inputs, reduce_partials
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts
 from tt_models.parallel import TPPlan, column_parallel, row_parallel
@@ -30,8 +30,12 @@ class MLP:
 
     def _run(self, x: Any, mem: Any, up_down: Any) -> Any:
         k = self.prec.kernels
+        plan = self.plan
         gate = up_down(x, self.w1, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF1_FF3"])
         up = up_down(x, self.w3, dtype=self.prec.residual, memory_config=mem, compute_kernel_config=k["LI_FF1_FF3"])
+        if plan is not None and plan.two_d:  # partial sums over the row's columns of x: summed where they lie
+            gate = reduce_inputs(gate, plan, gate.memory_config())
+            up = reduce_inputs(up, plan, up.memory_config())
         h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation,
                      memory_config=gate.memory_config())
         ttnn.deallocate(gate)

@@ -9,6 +9,10 @@ the column-parallel QKV / w1,w3 and the LM head multiply.
   rms_norm_pre_all_gather (per-chip sum of squares) -> all_gather of the stats -> rms_norm_post_all_gather with this
   chip's columns of the weight -> all_gather of the normed columns. Only [rows, 32 * N] of stats cross the chips
   before the norm, not the activation.
+- 2-D mesh (tt_transformers' TG): always the distributed rms_norm with the stats gathered along each row, and no
+  final gather: the output stays this chip's dim / C columns, which the two-way split QKV / w1,w3 / LM head read.
+  Decode runs it on interleaved L1 (the simulator has no sharded LayerNorm program for these ops) and puts the
+  result back on the residual's width sharding.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from tt_models.weights import WeightStore
 class ResidualNorm:
     def __init__(self, weights: WeightStore, name: str, eps: float, kernel: Any, plan: TPPlan) -> None:
         self.eps, self.kernel, self.plan = eps, kernel, plan
-        self.weight = weights.norm(name)  # whole (replicated on a mesh)
+        # Whole (replicated on a mesh), where a mode runs the ordinary rms_norm (every mode but the 2-D ones).
+        self.weight = None if plan.two_d else weights.norm(name)
         # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
         self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2))
                                if plan.distributed_norm("prefill") else None)
@@ -35,7 +40,7 @@ class ResidualNorm:
         if self.plan.devices == 1:
             return ttnn.rms_norm(x, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
         if self.plan.distributed_norm("prefill"):
-            return self._distributed(x)
+            return self._distributed(x, ttnn.DRAM_MEMORY_CONFIG)
         whole = gather_columns(x, self.plan, ttnn.DRAM_MEMORY_CONFIG)
         out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
         ttnn.deallocate(whole)
@@ -47,22 +52,34 @@ class ResidualNorm:
         if self.plan.devices == 1:
             return ttnn.rms_norm(x, epsilon=self.eps, weight=self.weight, program_config=d.norm,
                                  memory_config=d.residual, compute_kernel_config=kernel)
+        if self.plan.two_d:
+            flat = ttnn.sharded_to_interleaved(x, ttnn.L1_MEMORY_CONFIG)
+            normed = self._distributed(flat, ttnn.L1_MEMORY_CONFIG, kernel)
+            ttnn.deallocate(flat)
+            out = ttnn.interleaved_to_sharded(normed, d.normed)
+            ttnn.deallocate(normed)
+            return out
         whole = gather_columns(x, self.plan, d.normed)
         out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, program_config=d.norm,
                             memory_config=d.normed, compute_kernel_config=kernel)
         ttnn.deallocate(whole)
         return out
 
-    def _distributed(self, x: Any) -> Any:
+    def _distributed(self, x: Any, memory_config: Any, kernel: Any = None) -> Any:
+        """x interleaved in memory_config -> the normed row: gathered (1-D), or this chip's columns of it (2-D)."""
+        kernel = kernel or self.kernel
         # Stats in the residual's precision class: fp32 where the residual is fp32 (the simulator's reference
         # profile), else bf16 as tt_transformers gathers them.
         stats_dtype = ttnn.float32 if x.dtype == ttnn.float32 else ttnn.bfloat16
-        stats = ttnn.rms_norm_pre_all_gather(x, compute_kernel_config=self.kernel, dtype=stats_dtype)
-        gathered = gather_columns(stats, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        stats = ttnn.rms_norm_pre_all_gather(x, compute_kernel_config=kernel, dtype=stats_dtype,
+                                             memory_config=memory_config)
+        gathered = gather_columns(stats, self.plan, memory_config)
         ttnn.deallocate(stats)
         out = ttnn.rms_norm_post_all_gather(x, gathered, epsilon=self.eps, weight=self.weight_columns,
-                                            compute_kernel_config=self.kernel)
+                                            compute_kernel_config=kernel, memory_config=memory_config)
         ttnn.deallocate(gathered)
-        whole = gather_columns(out, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        if self.plan.two_d:
+            return out
+        whole = gather_columns(out, self.plan, memory_config)
         ttnn.deallocate(out)
         return whole
