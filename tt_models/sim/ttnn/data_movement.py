@@ -446,6 +446,28 @@ MeshDevice.clear_program_cache = _release_mappings(MeshDevice.clear_program_cach
 MeshDevice.disable_and_clear_program_cache = _release_mappings(MeshDevice.disable_and_clear_program_cache)
 
 
+def _padded(dims: tuple[int, ...]) -> tuple[int, ...]:
+    return (*dims[:-2], *(round_up(d, TILE_SIZE) for d in dims[-2:])) if len(dims) >= 2 else dims
+
+
+def _host_reshape(t: Tensor, new: tuple[int, ...]) -> Tensor:
+    """ttnn.reshape of a host tensor (real 0.81.1 accepts it; probed on the mock N150). Same volume: the values keep
+    their logical order (Tensor.reshape). A tiled tensor may also change its logical shape within the same padded
+    shape ([1, 4, 32, 128] -> [1, 4, 8, 128]): the tiles stay and the new shape reads its region of them."""
+    new = _infer_shape(t, new) if -1 in new else new
+    old = tuple(t.shape)
+    vol_old, vol_new = math.prod(old), math.prod(new)
+    if vol_old == vol_new or t.layout != Layout.TILE or len(old) != len(new) or _padded(old) != _padded(new):
+        return t.reshape(new)
+
+    def regioned(s: torch.Tensor) -> torch.Tensor:
+        grown = torch.zeros(_padded(old), dtype=s.dtype)
+        grown[tuple(builtins.slice(0, d) for d in old)] = s
+        return grown[tuple(builtins.slice(0, d) for d in new)].clone()
+
+    return Tensor.make([regioned(s) for s in t._shards], t.dtype, t.layout, None)
+
+
 @device_op()
 def reshape(
     input_tensor: Tensor,
@@ -458,6 +480,8 @@ def reshape(
     skip_padding_fill: bool = False,
 ) -> Tensor:
     op = "reshape"
+    if input_tensor.device() is None:
+        return _host_reshape(input_tensor, tuple(int(d) for d in shape))
     require_device(op, input_tensor)
     refuse_options(op, sub_core_grids=sub_core_grids)
     t = input_tensor

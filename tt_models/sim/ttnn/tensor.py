@@ -106,7 +106,9 @@ class Tensor:
                     **_: Any) -> None:
         from .conversion import from_torch
 
-        out = from_torch(t, data_type, layout=layout or Layout.ROW_MAJOR, device=device, memory_config=mem_config,
+        if layout is None:  # real 0.81.1: Tensor(torch, bfloat8_b / bfloat4_b) comes out tiled (probed)
+            layout = Layout.TILE if data_type in BLOCK_FLOAT_TYPES else Layout.ROW_MAJOR
+        out = from_torch(t, data_type, layout=layout, device=device, memory_config=mem_config,
                          mesh_mapper=mesh_mapper)
         self._init(out._shards, out._shape, out._dtype, out._layout, out._device, out._memory_config)
         self._alloc = out._alloc
@@ -245,13 +247,16 @@ class Tensor:
 
         return from_device(self)
 
-    def to(self, device_or_layout: Any, memory_config: MemoryConfig | None = None) -> Tensor:
-        """to(device[, memory_config]) copies a host tensor to a device; to(layout) converts the layout."""
+    def to(self, device: Any = None, mem_config: MemoryConfig | None = None, cq_id: Any = None, *,
+           target_layout: Layout | None = None) -> Tensor:
+        """The real overloads: to(device, mem_config=None, cq_id=None) copies a host tensor to a device;
+        to(target_layout) converts the layout."""
         from .conversion import to_device, to_layout
 
-        if isinstance(device_or_layout, Layout):
-            return to_layout(self, device_or_layout)
-        return to_device(self, device_or_layout, memory_config)
+        target = device if device is not None else target_layout
+        if isinstance(target, Layout):
+            return to_layout(self, target)
+        return to_device(self, target, mem_config)
 
     def reshape(self, *shape: Any) -> Tensor:
         """A host tensor's shape changes on the host (its values in logical order); a device tensor's through

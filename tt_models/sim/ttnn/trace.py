@@ -123,6 +123,10 @@ def _device_of(args: tuple, kwargs: dict) -> MeshDevice | None:
 # Ops whose cached program takes every shape as a runtime argument (one cache entry across shapes, measured on
 # 0.81.1 for add, mul, silu and fill); every other op's program hash includes its inputs' shapes.
 _SHAPE_FREE_PROGRAMS = {"add", "mul", "multiply", "silu", "fill"}
+# Arguments a device op passes as runtime arguments, not program attributes: a new value reuses the cached program
+# (tt-metal's paged-cache tests assert one entry across positions and users).
+_RUNTIME_ARGS = {"paged_update_cache": {"update_idxs"}, "paged_fused_update_cache": {"update_idxs"},
+                 "paged_fill_cache": {"batch_idx"}}
 
 
 def _spec(v: Any, shapes: bool) -> Any:
@@ -137,23 +141,29 @@ def _spec(v: Any, shapes: bool) -> Any:
     return repr(v)
 
 
-def _note_program(dev: MeshDevice, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any) -> None:
-    """Count the program an op ran in the device's program cache; a view or alias of an input runs none."""
+def _note_program(dev: MeshDevice, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any,
+                  in_place: bool = False) -> None:
+    """Count the program an op ran in the device's program cache; a view or alias of an input runs none, unless the
+    op writes that input in place (the paged-cache ops run a program and hand back the cache they wrote)."""
     from .tensor import Tensor
 
     ins = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-    if isinstance(out, Tensor) and any(out is t or (out._alloc is not None and out._alloc is t._alloc)
+    if not in_place and isinstance(out, Tensor) and any(out is t or (out._alloc is not None and out._alloc is t._alloc)
                                        for t in ins):
         return
     name = fn.__name__.lstrip("_").replace("device_to_layout", "to_layout")
     shapes = name not in _SHAPE_FREE_PROGRAMS
-    dev.note_program((name, _spec(args, shapes), tuple(sorted((k, _spec(v, shapes)) for k, v in kwargs.items()))))
+    runtime = _RUNTIME_ARGS.get(name, set())
+    attrs = tuple(sorted((k, "runtime" if k in runtime else _spec(v, shapes)) for k, v in kwargs.items()))
+    dev.note_program((name, _spec(args, shapes), attrs))
 
 
 def device_op(during_capture: DuringCapture = DuringCapture.RUN,
               kernel_replay: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make a function a traceable device op. kernel_replay: the op does all its data-dependent work inside the
     per-device computations it hands to compute.per_device, so a trace may replay just those (Kernel)."""
+
+    in_place = during_capture is DuringCapture.SKIP  # the SKIP ops are the ones that write an input in place
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -163,14 +173,14 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
             if trace is None:
                 out = fn(*args, **kwargs)
                 if dev is not None:
-                    _note_program(dev, fn, args, kwargs, out)
+                    _note_program(dev, fn, args, kwargs, out, in_place)
                 return out
             if not kernel_replay:
                 if during_capture is DuringCapture.SKIP:
                     trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), None))
                     return None
                 out = fn(*args, **kwargs)
-                _note_program(dev, fn, args, kwargs, out)
+                _note_program(dev, fn, args, kwargs, out, in_place)
                 trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), trace.twin(out)))
                 return out
             from .compute import Recording, _recording
@@ -181,7 +191,7 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
                 out = fn(*args, **kwargs)
             finally:
                 rec = _recording.pop()
-            _note_program(dev, fn, args, kwargs, out)
+            _note_program(dev, fn, args, kwargs, out, in_place)
             kernel = _kernel_for(rec, out, trace.twin)
             if during_capture is DuringCapture.SKIP and kernel is None:
                 raise TTError(fn.__name__, "an in-place op must record its writes with per_device_write")
