@@ -855,6 +855,50 @@ def plus_one() -> Iterator[tuple[str, dict]]:
     yield "plus-one/skip-negative-uint32", call(op, T([32], "UINT32", "ROW_MAJOR"), skip_negative_entries=True)
 
 
+def scale_mask_softmax() -> Iterator[tuple[str, dict]]:
+    """The attention softmaxes (one SoftmaxDeviceOperation): scale_mask_softmax_in_place on interleaved inputs with a
+    [batch, 1, 1, W] mask, and with a SoftmaxShardedMultiCoreProgramConfig on a height-sharded input (2 x 2 x 64 x 64
+    over a 2 x 2 grid: one 64 x 64 shard per core); scale_mask_softmax and softmax_in_place beside them."""
+    op = "scale_mask_softmax_in_place"
+    x, mask = [2, 2, 64, 64], T([2, 1, 1, 64])
+
+    def shard(**over: Any) -> dict:
+        f = {"compute_with_storage_grid_size": coord(2, 2), "subblock_w": 2, "block_h": 2, "block_w": 2}
+        f.update(over)
+        return obj("SoftmaxShardedMultiCoreProgramConfig", **f)
+
+    hs = mem("HEIGHT_SHARDED", "L1", [(0, 0, 1, 1)], (64, 64))
+    row4 = height((64, 64), 4)  # the same four shards on a 4 x 1 grid
+    yield "sms-in-place/ok", call(op, T(x), 0.5, mask)
+    yield "sms-in-place/no-mask", call(op, T(x))
+    yield "sms-in-place/row-major", call(op, T(x, layout="ROW_MAJOR"), 0.5, mask)
+    yield "sms-in-place/int32", call(op, T(x, "INT32"), 0.5, mask)
+    yield "sms-in-place/bfp8", call(op, T(x, "BFLOAT8_B"), 0.5, mask)
+    yield "sms-in-place/mask-heads", call(op, T(x), 0.5, T([2, 2, 1, 64]))
+    yield "sms-in-place/mask-batch", call(op, T(x), 0.5, T([1, 1, 1, 64]))
+    yield "sms-in-place/scale-no-mask", call(op, T(x), 0.5)
+    yield "sms-in-place/sharded-ok", call(op, T(x, m=hs), 0.5, mask, program_config=shard())
+    yield "sms-in-place/sharded-no-scale", call(op, T(x, m=hs), None, mask, program_config=shard())
+    yield "sms-in-place/sharded-bfp8", call(op, T(x, "BFLOAT8_B", m=hs), 0.5, mask, program_config=shard())
+    yield "sms-in-place/sharded-subblock-w", call(op, T(x, m=hs), 0.5, mask, program_config=shard(subblock_w=3))
+    yield "sms-in-place/sharded-block-w", call(op, T(x, m=hs), 0.5, mask, program_config=shard(block_w=1,
+                                                                                                subblock_w=1))
+    yield "sms-in-place/sharded-block-h", call(op, T(x, m=hs), 0.5, mask, program_config=shard(block_h=1))
+    yield "sms-in-place/sharded-grid", call(op, T(x, m=hs), 0.5, mask,
+                                            program_config=shard(compute_with_storage_grid_size=coord(4, 2)))
+    yield "sms-in-place/sharded-grid-fit", call(op, T(x, m=row4), 0.5, mask, program_config=shard())
+    yield "sms-in-place/sharded-grid-9x1", call(op, T([1, 9, 64, 64], m=height((64, 64), 9)), 0.5,
+                                                T([1, 1, 1, 64]),
+                                                program_config=shard(compute_with_storage_grid_size=coord(9, 1)))
+    yield "sms-in-place/sharded-mask-batch", call(op, T(x, m=hs), 0.5, T([1, 1, 1, 64]), program_config=shard())
+    yield "scale-mask-softmax/ok", call("scale_mask_softmax", T(x), 0.5, mask)
+    yield "scale-mask-softmax/mask-batch", call("scale_mask_softmax", T(x), 0.5, T([1, 1, 1, 64]))
+    yield "scale-mask-softmax/l1-out", call("scale_mask_softmax", T(x), 0.5, mask, memory_config=L1)
+    yield "softmax-in-place/ok", call("softmax_in_place", T(x))
+    yield "softmax-in-place/sharded", call("softmax_in_place", T(x, m=hs), program_config=shard())
+    yield "softmax-in-place/sharded-grid-fit", call("softmax_in_place", T(x, m=row4), program_config=shard())
+
+
 def cases() -> Iterator[tuple[str, dict]]:
     yield from binary("add")
     yield from binary("mul")
@@ -862,6 +906,7 @@ def cases() -> Iterator[tuple[str, dict]]:
     yield "multiply/int32-bf16", call("multiply", T(X, "INT32"), T(X))
     yield from silu()
     yield from softmax()
+    yield from scale_mask_softmax()
     yield from fill()
     yield from rms_norm()
     yield from embedding()

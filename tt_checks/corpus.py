@@ -50,6 +50,8 @@ CONFIG_FIELDS: dict[str, tuple[str, ...]] = {
     "LayerNormShardedMultiCoreProgramConfig": ("compute_with_storage_grid_size", "subblock_w", "block_h", "block_w",
                                                "inplace", "legacy_reduction", "use_welford"),
     "LayerNormDefaultProgramConfig": ("legacy_reduction", "use_welford"),
+    "SoftmaxShardedMultiCoreProgramConfig": ("compute_with_storage_grid_size", "subblock_w", "block_h", "block_w"),
+    "SoftmaxDefaultProgramConfig": (),
 }
 # Classes built positionally (their real constructors take no keywords for these).
 _POSITIONAL = {"CoreCoord", "CoreRange", "CoreRangeSet", "ShardSpec", "UnaryWithParam"}

@@ -84,6 +84,7 @@ from .eltwise import add, eq, exp, fill, ge, gt, log, mul, multiply, silu, softm
 from .embedding import EmbeddingsType, embedding
 from .errors import TTError
 from .events import MeshEvent, event_synchronize, record_event, wait_for_event
+from .fused_softmax import scale_mask_softmax, scale_mask_softmax_in_place, softmax_in_place
 from .generic_reduction import sum  # noqa: A004  (ttnn.sum)
 from .golden import get_golden_function
 from .matmul import linear, matmul
@@ -111,6 +112,8 @@ from .program_configs import (
     MatmulMultiCoreReuseMultiCastProgramConfig,
     MatmulMultiCoreReuseProgramConfig,
     SDPAProgramConfig,
+    SoftmaxDefaultProgramConfig,
+    SoftmaxShardedMultiCoreProgramConfig,
 )
 from .reduction import argmax, plus_one, topk
 from .sampling import manual_seed, sampling

@@ -139,3 +139,23 @@ class LayerNormDefaultProgramConfig:
 MATMUL_PROGRAM_CONFIGS = (MatmulMultiCoreReuseProgramConfig, MatmulMultiCoreReuseMultiCastProgramConfig,
                           MatmulMultiCoreReuseMultiCast1DProgramConfig,
                           MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig)
+
+
+@dataclass
+class SoftmaxDefaultProgramConfig:
+    """The interleaved softmax program (ttnn 0.81.1: no fields)."""
+
+
+@dataclass
+class SoftmaxShardedMultiCoreProgramConfig:
+    """Sharded softmax: each of the grid's cores holds block_h x block_w tiles of the input and normalises its rows in
+    place; subblock_w tiles go through the compute engine at a time (a kernel choice, no effect on values)."""
+
+    _: KW_ONLY
+    compute_with_storage_grid_size: CoreCoord
+    subblock_w: int
+    block_h: int
+    block_w: int
+
+    def __post_init__(self) -> None:
+        self.compute_with_storage_grid_size = _coord(self.compute_with_storage_grid_size)

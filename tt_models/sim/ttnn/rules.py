@@ -70,8 +70,8 @@ def all_rules() -> list[Rule]:
     import importlib
 
     for module in ("conversion", "data_movement", "distributed_norm", "eltwise", "embedding", "experimental",
-                   "generic_reduction", "heads", "matmul", "normalization", "padding", "paged_cache", "placement",
-                   "reduction", "rotary", "sampling", "sdpa_decode", "transformer"):
+                   "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding", "paged_cache",
+                   "placement", "reduction", "rotary", "sampling", "sdpa_decode", "transformer"):
         importlib.import_module(f"{__package__}.{module}")
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
