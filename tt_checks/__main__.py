@@ -42,6 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--parallel", choices=("dp", "tp"), default="dp",
                    help="how a multi-chip device runs the models: dp (one replica per chip) or tp (tensor parallel "
                         "over all its chips, tiny families widened to 8 heads)")
+    p.add_argument("--mesh-shape", help="open a multi-chip device's chips as this RxC mesh (e.g. 2x4 for a T3K: with "
+                                         "--parallel tp, the two-way split of a 2-D mesh, as on a Galaxy)")
     p.add_argument("--families", default="all", help="comma list of model families (tiny test families, smollm2)")
     p.add_argument("--profiles", default="all", help="comma list of optimization profiles (default: every "
                                                         "profile meant for hardware)")
@@ -70,7 +72,8 @@ def device_worker(args: argparse.Namespace) -> int:
     from tt_checks.scenarios import families, family_model_dir, run_model, splits_over
 
     device = args.device_worker
-    ttnn, mesh, rec = open_mock_device(device, CLUSTERS)
+    shape = tuple(int(n) for n in args.mesh_shape.lower().split("x")) if args.mesh_shape else None
+    ttnn, mesh, rec = open_mock_device(device, CLUSTERS, shape)
     if args.corpus:
         rec.captured = {}
     outcomes = []
@@ -78,9 +81,11 @@ def device_worker(args: argparse.Namespace) -> int:
         for family in _split(args.families, families()):
             tp = args.parallel == "tp" and mesh.get_num_devices() > 1
             model_dir = family_model_dir(family, Path(tiny_root), wide=tp)
-            if tp and not splits_over(model_dir, mesh.get_num_devices()):
+            rows, cols = tuple(mesh.shape)
+            head_groups = rows if rows > 1 and cols > 1 else mesh.get_num_devices()  # 2-D: heads over the rows
+            if tp and not splits_over(model_dir, head_groups):
                 # SmolLM2's 9 query heads split over no mesh; the TP plan refuses it at load (tested there).
-                print(f"{device}/{family}: skipped, its heads do not split over {mesh.get_num_devices()} chips",
+                print(f"{device}/{family}: skipped, its heads do not split over {head_groups} groups of chips",
                       flush=True)
                 continue
             for profile in _split(args.profiles, hardware_profiles()):

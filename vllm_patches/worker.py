@@ -136,7 +136,8 @@ class TTWorker(WorkerBase):
         return (f"{type(model).__name__}(family={a.family}, layers={a.n_layers}, dim={a.dim}, heads={a.n_heads}, "
                 f"kv_heads={a.n_kv_heads}, head_dim={a.head_dim}, vocab={a.vocab_size}, "
                 f"optimizations={self.tt.optimizations}, mesh={tuple(self.mesh_device.shape)}, "
-                f"tensor_parallel={model.model.plan.devices})")
+                f"tensor_parallel={model.model.plan.devices}"
+                + (f" two-way {plan.grid[0]}x{plan.grid[1]})" if (plan := model.model.plan).two_d else ")"))
 
     def get_supported_tasks(self) -> tuple[str, ...]:
         return ("generate",)

@@ -1,7 +1,7 @@
 """Tensor parallel through stock vLLM: MESH_DEVICE=T3K opens a 1x8 mesh with the 1-D fabric and the model is split
 over its 8 chips (each chip caching its share of KV heads: vLLM's KV cache spec is per chip); with data_parallel 2
-the same mesh serves two replicas, each tensor parallel over 4 chips. Greedy output must equal the single-device
-engine's token for token.
+the same mesh serves two replicas, each tensor parallel over 4 chips; MESH_DEVICE="(2, 4)" alone splits the model two
+ways over all 8 chips. Greedy output must equal the single-device engine's token for token.
 
 SmolLM2-135M has 9 attention heads, which split over no even chip count, so the test serves the widened tiny Llama
 of tests/models/test_tensor_parallel.py (8 heads, 2 KV heads: replicated on 8 chips) from token ids."""
@@ -32,8 +32,13 @@ def _generate(path: str, **tt) -> tuple[list[list[int]], str]:
         shutdown(engine)
 
 
-def test_t3k_tensor_parallel_and_tp_x_dp_match_single_device(wide_llama, monkeypatch):
-    single, _ = _generate(wide_llama)
+@pytest.fixture(scope="module")
+def single(wide_llama):
+    """Greedy tokens of the single-device engine (MESH_DEVICE unset)."""
+    return _generate(wide_llama)[0]
+
+
+def test_t3k_tensor_parallel_and_tp_x_dp_match_single_device(wide_llama, single, monkeypatch):
     monkeypatch.setenv("MESH_DEVICE", "T3K")
     tp, inspection = _generate(wide_llama)
     assert "mesh=(1, 8)" in inspection and "tensor_parallel=8" in inspection
@@ -41,3 +46,12 @@ def test_t3k_tensor_parallel_and_tp_x_dp_match_single_device(wide_llama, monkeyp
     dp_tp, inspection = _generate(wide_llama, data_parallel=2)
     assert "DataParallel" in inspection and "tensor_parallel=4" in inspection
     assert dp_tp == single
+
+
+def test_2d_mesh_two_way_tensor_parallel_matches_single_device(wide_llama, single, monkeypatch):
+    """MESH_DEVICE="(2, 4)" without data parallel: the model split two ways over all 8 chips (heads over the 2
+    rows, the residual over the 4 columns, as tt_transformers on a Galaxy); greedy output equals one chip's."""
+    monkeypatch.setenv("MESH_DEVICE", "(2, 4)")
+    two_way, inspection = _generate(wide_llama)
+    assert "mesh=(2, 4)" in inspection and "tensor_parallel=8 two-way 2x4" in inspection
+    assert two_way == single

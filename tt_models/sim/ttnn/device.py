@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +12,17 @@ from .chips import current_chip
 from .cores import CoreCoord, CoreGrid
 from .errors import TTError
 
-# How many chips the simulated host has; a mesh may not ask for more.
-SIM_NUM_DEVICES = 8
+
+def _host_chips() -> int:
+    value = os.environ.get("TT_SIM_NUM_DEVICES", "8").strip()
+    if not value.isdigit() or int(value) < 1:
+        raise TTError("open_device", f"TT_SIM_NUM_DEVICES={value!r}: expected a positive chip count")
+    return int(value)
+
+
+# How many chips the simulated host has (a T3K's 8 by default; TT_SIM_NUM_DEVICES=32 for a Galaxy); a mesh may not
+# ask for more.
+SIM_NUM_DEVICES = _host_chips()
 
 
 @dataclass(frozen=True)
