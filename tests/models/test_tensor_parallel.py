@@ -278,6 +278,20 @@ def test_galaxy_8x4_matches_hf(tiny_root, monkeypatch):
         tt.release()
 
 
+def test_data_parallel_replicas_split_two_ways(tiny_root):
+    """A 4x2 mesh as 2 data-parallel replicas of 2x2 chips each (as a Galaxy serves an 8B model as replicas of 2-D
+    submeshes): each replica splits its model two ways, both serve users at once and follow HF token for token."""
+    path = make_wide_model("qwen2_bias", tiny_root)
+    hf = load_hf(path)
+    with open_mesh((4, 2)) as mesh:
+        dp, kv = build(path, mesh, "reference", batch=2 * BATCH, dp=2)
+        for r in dp.replicas:
+            assert tuple(r.mesh_device.shape) == (2, 2) and r.model.plan.grid == (2, 2)
+        got = generate(dp, kv, PROMPTS, [1, 6], steps=3, batch=2 * BATCH)
+        check_against_hf(hf, PROMPTS, got, 0.999, True, "4x2 as 2 x (2x2)")
+        dp.release()
+
+
 @pytest.mark.parametrize("mesh_name", list(MESHES_2D))
 def test_two_way_split_is_what_each_chip_holds(mesh_name, tiny_root):
     """Each chip of an R x C mesh holds: the embedding's dim / C columns (the same on every row), its row's heads'
