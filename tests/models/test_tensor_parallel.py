@@ -116,23 +116,33 @@ def test_every_family_matches_hf_on_a_mesh(family, mesh_name, tiny_root):
     hf = load_hf(path)
     shape = MESHES[mesh_name]
     n = shape[1]
-    with open_mesh(shape) as mesh:
-        tt, kv = build(path, mesh, "reference")
-        a, plan = tt.model.args, tt.model.plan
+
+    def split(a, plan, kv) -> None:
         assert plan.devices == n and plan.n_heads == a.n_heads // n
         assert plan.n_kv_heads == max(1, a.n_kv_heads // n)
-        # Each chip's cache holds its own KV heads only.
-        assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
         assert kv[0][0][0].device().get_num_devices() == n
-        got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
-        follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{family} {mesh_name} reference")
-        assert tt.trace_captures == 1
-        tt.release()
 
-        tt, kv = build(path, mesh, "performance")
-        got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
-        check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{family} {mesh_name} performance")
-        tt.release()
+    with open_mesh(shape) as mesh:
+        check_reference_and_performance(path, hf, mesh, f"{family} {mesh_name}", split)
+
+
+def check_reference_and_performance(path: Path, hf, mesh, where: str, check_split) -> None:
+    """Reference profile: greedy tokens equal HF's over two prompts decoded together (traced, captured once), after
+    check_split(args, plan, kv) of the model's split; each chip's cache holds its own KV heads only. Performance
+    profile: logits PCC >= 0.99 on HF's history."""
+    tt, kv = build(path, mesh, "reference")
+    a, plan = tt.model.args, tt.model.plan
+    check_split(a, plan, kv)
+    assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
+    got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
+    follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{where} reference")
+    assert tt.trace_captures == 1
+    tt.release()
+
+    tt, kv = build(path, mesh, "performance")
+    got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
+    check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{where} performance")
+    tt.release()
 
 
 @pytest.mark.parametrize("mesh_name", list(MESHES))
@@ -241,21 +251,13 @@ def test_every_family_matches_hf_two_ways_on_2x4(family, tiny_root):
     columns): greedy tokens equal HF's (reference, traced) and logits PCC >= 0.99 (performance)."""
     path = make_wide_model(family, tiny_root)
     hf = load_hf(path)
-    with open_mesh((2, 4)) as mesh:
-        tt, kv = build(path, mesh, "reference")
-        a, plan = tt.model.args, tt.model.plan
+
+    def split(a, plan, kv) -> None:
         assert plan.grid == (2, 4) and plan.devices == 8 and plan.n_heads == a.n_heads // 2
         assert plan.dim == a.dim // 4 and plan.hidden_dim == a.hidden_dim // 2 and plan.vocab == a.vocab_size // 2
-        assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
-        got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
-        follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{family} 2x4 two-way reference")
-        assert tt.trace_captures == 1
-        tt.release()
 
-        tt, kv = build(path, mesh, "performance")
-        got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
-        check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{family} 2x4 two-way performance")
-        tt.release()
+    with open_mesh((2, 4)) as mesh:
+        check_reference_and_performance(path, hf, mesh, f"{family} 2x4 two-way", split)
 
 
 def test_galaxy_8x4_matches_hf(tiny_root, monkeypatch):
