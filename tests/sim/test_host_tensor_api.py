@@ -77,3 +77,14 @@ def test_paged_cache_positions_are_runtime_arguments(device):
                                                                   device=device), table, batch_idx=b)
     assert device.num_program_cache_entries() == before + 1
     assert torch.equal(ttnn.to_torch(paged)[0::2, 0], torch.cat(fills)[:, 0])
+
+
+def test_volume_is_the_physical_volume():
+    # Real 0.81.1: volume() counts the tile padding, logical_volume() does not (tiled [1, 4, 8, 128]: 16384 / 4096;
+    # tiled [1, 1, 30, 50]: 2048 / 1500); row-major tensors have no padding.
+    tiled = ttnn.from_torch(torch.zeros(1, 1, 30, 50), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT)
+    assert (tiled.volume(), tiled.logical_volume()) == (32 * 64, 30 * 50)
+    rm = ttnn.from_torch(torch.zeros(1, 1, 30, 50), ttnn.bfloat16)
+    assert rm.volume() == rm.logical_volume() == 30 * 50
+    # Reshape infers -1 from the logical volume.
+    assert tuple(ttnn.reshape(tiled, [-1, 50]).shape) == (30, 50)

@@ -325,7 +325,7 @@ def _numel(shape: tuple[int, ...]) -> int:
 def _infer_shape(t: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
     """infer_dims_for_reshape: one -1 takes the rest of the volume; the volume must be kept."""
     RS_TWO_INFERRED.require(shape.count(-1) <= 1, "(" + "".join(f"{d}," for d in shape) + ")")
-    volume = t.volume()
+    volume = t.logical_volume()
     if -1 in shape:
         known = _numel(tuple(d for d in shape if d != -1))
         RS_VOLUME.require(known != 0 and volume % known == 0)
@@ -491,7 +491,7 @@ def reshape(
     if new == old and mc == t.memory_config():
         return t
     shards = [s.reshape(new) for s in t._shards]
-    if t.volume() == 0:
+    if t.logical_volume() == 0:
         return _view(t, shards)  # zero-volume tensors are metadata only
     if new == old and not (mc.is_sharded() and mc.shard_spec is None):
         return _to_memory_config(t, mc, None)

@@ -352,7 +352,8 @@ def paged_fill_cache(
     seq = x.padded_shape[2]
     P_SEQ_FITS.require(seq <= page_table.shape[-1] * bs, seq, page_table.shape[-1], bs)
     if batch_idx_tensor is not None:
-        P_IDX_TENSOR_COUNT.require(batch_idx_tensor.volume() == in_batch, in_batch, batch_idx_tensor.volume())
+        n = batch_idx_tensor.logical_volume()
+        P_IDX_TENSOR_COUNT.require(n == in_batch, in_batch, n)
         P_IDX_TENSOR_INT.require(batch_idx_tensor.dtype in (DataType.INT32, DataType.UINT32))
         P_IDX_TENSOR_DRAM.require(batch_idx_tensor.memory_config().buffer_type == BufferType.DRAM)
     if page_table.memory_config().buffer_type == BufferType.L1:

@@ -231,9 +231,17 @@ class Tensor:
     def is_sharded(self) -> bool:
         return self._memory_config is not None and self._memory_config.is_sharded()
 
-    def volume(self) -> int:
+    def logical_volume(self) -> int:
         n = 1
         for d in self._shape:
+            n *= d
+        return n
+
+    def volume(self) -> int:
+        """The physical volume, tile padding included (real 0.81.1: a tiled [1, 4, 8, 128] has volume 16384,
+        logical_volume 4096)."""
+        n = 1
+        for d in self.padded_shape:
             n *= d
         return n
 
