@@ -1,9 +1,10 @@
 """Simulator cost of decode on a mesh. Prints JSON.
 
 `tp`: the same model's traced decode step at batch 32 on a 1x1 mesh and on 1x2 / 1x8 meshes (T3K's row), tensor
-parallel, and the ratio of each to 1x1. The simulator runs every chip's share of every op on the host's CPU, one chip
-after the other, plus the collectives, so the ratio says what simulating a mesh costs (it must stay usable in CI),
-not what a mesh gains on hardware, where each chip does 1/N of the matmul work in parallel.
+parallel, and on a 2x4 mesh split two ways (the Galaxy split), and the ratio of each to 1x1. The simulator runs
+every chip's share of every op on the host's CPU, one chip after the other, plus the collectives, so the ratio says
+what simulating a mesh costs (it must stay usable in CI), not what a mesh gains on hardware, where each chip does
+1/N of the matmul work in parallel.
 
 `dp`: the host-side cost per decode step of data parallel at total batch 128 (tt_data_parallel=4 on a 1x4 mesh, 32
 users per replica): the whole step, the replicas' own decode_forward calls inside it, and the difference, which is
@@ -131,7 +132,7 @@ def main() -> None:
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--profile", default="performance")
-    p.add_argument("--meshes", default="1x1,1x2,1x8", help="tp: the meshes to compare with 1x1")
+    p.add_argument("--meshes", default="1x1,1x2,1x8,2x4", help="tp: the meshes to compare with 1x1")
     p.add_argument("--replicas", type=int, default=4, help="dp: replicas (total batch = replicas x batch)")
     args = p.parse_args()
     out: dict[str, Any] = {"model": f"llama hidden {args.hidden}, {args.layers} layers, 8 heads, vocab {args.vocab}",

@@ -152,13 +152,15 @@ class Generator:
         pos[:users] = start_pos.to(torch.int32).reshape(users)
         table = torch.zeros(rows, page_table.shape[1], dtype=torch.int32)
         table[:users] = page_table.to(torch.int32)
-        # Tensor parallel: every chip of the mesh runs every user, so each gets a copy of the inputs.
-        mapper = replicate(self.mesh_device)
+        # Tensor parallel: every chip of the mesh embeds, and samples, every user, so each gets a copy of the
+        # tokens; the inputs of attention go to the chips that run those users (users_mapper: all of them, except
+        # on a 2-D mesh, where a row's chips share its users out).
+        mapper, users_of = replicate(self.mesh_device), self.model.users_mapper
         inputs = [
             ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32, mesh_mapper=mapper),
-            ttnn.from_torch(pos, ttnn.int32, mesh_mapper=mapper),
-            ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32, mesh_mapper=mapper),
-            ttnn.from_torch(table, ttnn.int32, mesh_mapper=mapper),
+            ttnn.from_torch(pos, ttnn.int32, mesh_mapper=users_of(0)),
+            ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32, mesh_mapper=users_of(1)),
+            ttnn.from_torch(table, ttnn.int32, mesh_mapper=users_of(0)),
         ]
         if sample is not None:
             k = torch.ones(rows, dtype=torch.int32)

@@ -186,13 +186,17 @@ def lm_head_splits(vocab: int, cores: int, max_per_core: int = 668) -> list[int]
     return splits
 
 
-def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None = None) -> ModelLayouts:
-    """residual_dim: the residual stream's columns per chip (tensor parallel: dim / N), the whole dim if None."""
+def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None = None,
+                  attention_users: int | None = None) -> ModelLayouts:
+    """residual_dim: the residual stream's columns per chip (tensor parallel: dim / N), the whole dim if None.
+    attention_users: the users whose heads one chip places (2-D meshes split the batch over a row's chips), batch
+    if None; the attention output is regathered for all `batch` users before concatenating heads."""
+    heads_users = attention_users or batch
     grid_c = device.compute_with_storage_grid_size()
     grid = (grid_c.x, grid_c.y)
     banks = device.dram_grid_size().x
-    if 2 * batch > grid[0] * grid[1]:
-        raise ValueError(f"{batch} users need {2 * batch} cores for decode heads; the device has "
+    if 2 * heads_users > grid[0] * grid[1]:
+        raise ValueError(f"{heads_users} users need {2 * heads_users} cores for decode heads; the device has "
                          f"{grid[0] * grid[1]}")
     dim, hd = args.dim, args.head_dim
     qkv_n = hd * (args.n_heads + 2 * args.n_kv_heads)
@@ -216,15 +220,16 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
     # Head placement on an at-most-8-wide block from (0, 0): on wider grids (Blackhole's 13) 32 users would span two
     # ranges, which sends nlp_concat_heads_decode down its sub-core-grid path (it crashes in 0.81.1 without one).
     heads_grid = ttnn.CoreCoord(min(8, grid[0]), grid[1])
-    full = ttnn.num_cores_to_corerangeset(2 * batch, heads_grid, True)
-    q_cores = ttnn.num_cores_to_corerangeset(batch, heads_grid, True)
+    full = ttnn.num_cores_to_corerangeset(2 * heads_users, heads_grid, True)
+    q_cores = ttnn.num_cores_to_corerangeset(heads_users, heads_grid, True)
     k_cores = full.subtract(q_cores)
+    score_cores = ttnn.num_cores_to_corerangeset(batch, heads_grid, True)
     padded_heads = _tiles(args.n_heads) * TILE
     decode = DecodeLayouts(
         residual=residual, residual_grid=residual_grid, normed=normed, norm=norm, qkv=qkv, wo=wo, w1_w3=w1_w3,
         w2=w2, lm_head=lm,
         q_cores=q_cores, k_cores=k_cores, k_heads=per_user(args.n_kv_heads, hd, k_cores),
-        scores=per_user(padded_heads, hd, q_cores),
+        scores=per_user(padded_heads, hd, score_cores),
         rope_q=per_user(1, hd, q_cores), rope_k=per_user(1, hd, k_cores),
         trans_q=per_user(TILE, TILE, q_cores), trans_k=per_user(TILE, TILE, k_cores),
         sdpa=ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid_c, q_chunk_size=0, k_chunk_size=0,

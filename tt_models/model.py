@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
-from tt_models.layers.attention import Rot
-from tt_models.layers.collectives import gather_vocab, reduce_inputs, replicate, to_host
+from tt_models.layers.attention import Rot, UserSplit
+from tt_models.layers.collectives import gather_vocab, reduce_inputs, replicate, to_host, users_mapper
 from tt_models.layers.decoder import DecoderLayer
 from tt_models.layers.norm import ResidualNorm
 from tt_models.layouts import ModelLayouts, build_layouts
@@ -37,9 +37,14 @@ class Transformer:
         self.local_args = self.plan.local_args(args)
         # Decode always runs whole tiles of users (32 per device), the empty rows at position -1.
         self.decode_rows = -(-max_batch // TILE) * TILE
+        # 2-D mesh: each chip of a row runs decode attention for its share of the users (tt_transformers on a
+        # Galaxy), when the row's chips divide them; everything else runs every user.
+        cols = self.plan.grid[1] if self.plan.two_d else 1
+        self.split_users = self.plan.two_d and self.decode_rows % cols == 0
+        self.attention_users = self.decode_rows // cols if self.split_users else self.decode_rows
         # Tensor parallel: the residual stream is fractured, each chip holding plan.dim of its columns.
         self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
-                                                   residual_dim=self.plan.dim)
+                                                   residual_dim=self.plan.dim, attention_users=self.attention_users)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
         # Tensor parallel: each chip looks up its columns of the table (tt_transformers shards it by hidden dim).
         self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
@@ -72,9 +77,22 @@ class Transformer:
         self.trans_mat = self._const(trans, ttnn.TILE_LAYOUT)
         d = self.layouts.decode
         # Decode reads the rotation tile on every core of the heads it rotates.
-        per_core = trans.repeat(1, 1, self.decode_rows, 1)
+        per_core = trans.repeat(1, 1, self.attention_users, 1)
         self.trans_q = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_q)
         self.trans_k = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_k)
+        self.user_split = self._user_split(cols) if self.split_users else None
+
+    def _user_split(self, cols: int) -> UserSplit:
+        """Chip (r, c)'s users [c * U, (c + 1) * U): the rows of the QKV product it takes."""
+        ids = torch.arange(self.decode_rows, dtype=torch.int32).reshape(1, -1)
+        return UserSplit(ttnn.from_torch(ids, ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT, device=self.device,
+                                         memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                         mesh_mapper=users_mapper(self.device, self.plan, 1)))
+
+    def users_mapper(self, dim: int) -> Any:
+        """How a per-user decode input (users along tensor dim `dim`) is laid over the mesh: each chip the users its
+        attention runs (2-D: its share of the row's; else all of them)."""
+        return users_mapper(self.device, self.plan, dim) if self.split_users else replicate(self.device)
 
     def _const(self, t: torch.Tensor, layout: Any, memory_config: Any = None) -> Any:
         return ttnn.from_torch(t, self.rope_dtype, layout=layout, device=self.device,
@@ -161,13 +179,14 @@ class Transformer:
             tables.append((ttnn.interleaved_to_sharded(t, d.rope_q), ttnn.interleaved_to_sharded(t, d.rope_k)))
             ttnn.deallocate(t)
         (cos_q, cos_k), (sin_q, sin_k) = tables
-        if users != self.decode_rows or hd != self.args.head_dim:
-            raise ValueError(f"decode runs {self.decode_rows} rows of users, got {users}")
-        return Rot(cos_q, sin_q, self.trans_q, cos_k, sin_k, self.trans_k)
+        if users != self.attention_users or hd != self.args.head_dim:
+            raise ValueError(f"decode attention runs {self.attention_users} users per chip, got {users}")
+        return Rot(cos_q, sin_q, self.trans_q, cos_k, sin_k, self.trans_k, self.user_split)
 
     def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list) -> Any:
         """tokens [1, B] uint32, current_pos [B] int32 (-1 = empty slot), rot_idxs [1, B] uint32 (positions clamped
-        at 0), page_table [B, W] int32 -> logits [1, 1, B (padded to 32), vocab]."""
+        at 0), page_table [B, W] int32 -> logits [1, 1, B (padded to 32), vocab]. With the users split over a row's
+        chips (2-D), current_pos, rot_idxs and page_table hold each chip's own users (users_mapper)."""
         users = tokens.shape[-1]
         rot = self._decode_rot(rot_idxs)
         x = ttnn.to_memory_config(self._embed(tokens, users), self.layouts.decode.residual)

@@ -20,9 +20,10 @@ vocabulary over the R rows. So every weight is split two ways (ttnn.ShardTensor2
 round. Products of the fractured input (QKV, w1, w3, LM head) are partial sums over a row's chips, all-reduced along
 axis 1; WO and w2 products are partial sums over a column's chips (each row its heads / hidden units), all-reduced
 along axis 0 onto the fractured residual. The norms are always distributed (per-chip stats gathered along axis 1),
-and their output stays fractured. Attention runs on every chip of a row for the row's heads and all users (its KV
-cache replicated along the row); tt_transformers additionally gives each column a quarter of the decode users
-(its slice / user-selection matmuls), a compute saving not done here.
+and their output stays fractured. Decode attention runs the row's heads for a share of the users on each chip of
+the row (chip (r, c): users [c * U, (c + 1) * U), U = batch / C; its positions, page-table rows and rotary indices
+split the same way), the outputs gathered back along the row before WO, as tt_transformers splits the batch on a
+Galaxy; prefill fills a user's KV on every chip of its row.
 """
 
 from __future__ import annotations

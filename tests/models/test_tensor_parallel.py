@@ -126,21 +126,22 @@ def test_every_family_matches_hf_on_a_mesh(family, mesh_name, tiny_root):
         check_reference_and_performance(path, hf, mesh, f"{family} {mesh_name}", split)
 
 
-def check_reference_and_performance(path: Path, hf, mesh, where: str, check_split) -> None:
+def check_reference_and_performance(path: Path, hf, mesh, where: str, check_split, batch: int = BATCH,
+                                    slots: list[int] = SLOTS) -> None:
     """Reference profile: greedy tokens equal HF's over two prompts decoded together (traced, captured once), after
     check_split(args, plan, kv) of the model's split; each chip's cache holds its own KV heads only. Performance
     profile: logits PCC >= 0.99 on HF's history."""
-    tt, kv = build(path, mesh, "reference")
+    tt, kv = build(path, mesh, "reference", batch=batch)
     a, plan = tt.model.args, tt.model.plan
     check_split(a, plan, kv)
     assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
-    got = generate(tt, kv, PROMPTS, SLOTS, steps=3)
+    got = generate(tt, kv, PROMPTS, slots, steps=3, batch=batch)
     follow = check_against_hf(hf, PROMPTS, got, 0.999, True, f"{where} reference")
     assert tt.trace_captures == 1
     tt.release()
 
-    tt, kv = build(path, mesh, "performance")
-    got = generate(tt, kv, PROMPTS[:1], SLOTS[:1], steps=2, follow=follow[:1])
+    tt, kv = build(path, mesh, "performance", batch=batch)
+    got = generate(tt, kv, PROMPTS[:1], slots[:1], steps=2, follow=follow[:1], batch=batch)
     check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{where} performance")
     tt.release()
 
@@ -234,6 +235,9 @@ def test_tensor_parallel_times_data_parallel_on_2x4(tiny_root):
 
 # --- 2-D tensor parallel (tt_transformers' Galaxy split) ---
 MESHES_2D = {"2x4": (2, 4), "4x2": (4, 2)}
+# 32 users, so that a row's chips each run attention for a share of them (8 each over 4 columns, 16 over 2); the two
+# prompts in different shares (users 3 and 29: columns 0 and 3 of 4, 0 and 1 of 2).
+BATCH_2D, SLOTS_2D = 32, [3, 29]
 
 
 @contextlib.contextmanager
@@ -257,7 +261,7 @@ def test_every_family_matches_hf_two_ways_on_2x4(family, tiny_root):
         assert plan.dim == a.dim // 4 and plan.hidden_dim == a.hidden_dim // 2 and plan.vocab == a.vocab_size // 2
 
     with open_mesh((2, 4)) as mesh:
-        check_reference_and_performance(path, hf, mesh, f"{family} 2x4 two-way", split)
+        check_reference_and_performance(path, hf, mesh, f"{family} 2x4 two-way", split, BATCH_2D, SLOTS_2D)
 
 
 def test_galaxy_8x4_matches_hf(tiny_root, monkeypatch):
@@ -266,15 +270,15 @@ def test_galaxy_8x4_matches_hf(tiny_root, monkeypatch):
     path = make_wide_model("llama_gqa", tiny_root)
     hf = load_hf(path)
     with galaxy_host(monkeypatch), open_mesh((8, 4)) as mesh:
-        tt, kv = build(path, mesh, "reference")
+        tt, kv = build(path, mesh, "reference", batch=BATCH_2D)
         plan = tt.model.plan
         assert plan.grid == (8, 4) and plan.n_heads == 1 and tt.kv_cache_heads == 1
-        assert plan.kv_heads == ((0,),) * 4 + ((1,),) * 4
-        traced = generate(tt, kv, PROMPTS, SLOTS, steps=2)
+        assert plan.kv_heads == ((0,),) * 4 + ((1,),) * 4 and tt.model.attention_users == 8
+        traced = generate(tt, kv, PROMPTS, SLOTS_2D, steps=2, batch=BATCH_2D)
         check_against_hf(hf, PROMPTS, traced, 0.999, True, "8x4 reference")
         tt.release()
-        tt, kv = build(path, mesh, "reference")
-        eager = generate(tt, kv, PROMPTS, SLOTS, steps=2, enable_trace=False)
+        tt, kv = build(path, mesh, "reference", batch=BATCH_2D)
+        eager = generate(tt, kv, PROMPTS, SLOTS_2D, steps=2, enable_trace=False, batch=BATCH_2D)
         for a, b in zip(eager, traced, strict=True):
             assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
         tt.release()
@@ -298,12 +302,12 @@ def test_data_parallel_replicas_split_two_ways(tiny_root):
 def test_two_way_split_is_what_each_chip_holds(mesh_name, tiny_root):
     """Each chip of an R x C mesh holds: the embedding's dim / C columns (the same on every row), its row's heads'
     fused QKV over its dim / C input rows, WO over its row's heads into its dim / C columns, its row's MLP slice, its
-    row's KV heads in the cache (identical along a row: every chip of a row caches the row's heads for all users),
-    and a fractured residual the norms never gather."""
+    row's KV heads in the cache, and a fractured residual the norms never gather. Prefill writes a user's KV on every
+    chip of a row; a decode step writes it only on the chip whose share of the users holds that user."""
     path = make_wide_model("llama_gqa", tiny_root)
     rows, cols = MESHES_2D[mesh_name]
     with open_mesh((rows, cols)) as mesh:
-        tt, kv = build(path, mesh, "reference")
+        tt, kv = build(path, mesh, "reference", batch=BATCH_2D)
         m, a = tt.model, tt.model.args
         hd, dim = a.head_dim, a.dim
         layer = m.layers[0]
@@ -316,8 +320,13 @@ def test_two_way_split_is_what_each_chip_holds(mesh_name, tiny_root):
         d = m.layouts.decode
         for config in (d.residual, d.normed):  # the norm's output stays as fractured as its input
             assert config.shard_spec.shape[1] * config.shard_spec.grid.num_cores() == dim // cols
-        tt.prefill_forward(torch.tensor([PROMPTS[0]], dtype=torch.int32), page_table(BATCH, [0])[:1], kv,
-                           [len(PROMPTS[0])])
+        users = BATCH_2D // cols
+        assert m.attention_users == users
+        table = page_table(BATCH_2D, SLOTS_2D)
+        tokens = torch.zeros(2, max(len(p) for p in PROMPTS), dtype=torch.int32)
+        for i, p in enumerate(PROMPTS):
+            tokens[i, : len(p)] = torch.tensor(p)
+        tt.prefill_forward(tokens, table[SLOTS_2D], kv, [len(p) for p in PROMPTS], empty_slots=SLOTS_2D)
         embedding = _per_chip(m.tok_embeddings)
         assert all(torch.equal(embedding[c], embedding[r * cols + c]) for r in range(rows) for c in range(cols))
         for cache in kv[0][0]:  # layer 0's K and V
@@ -331,6 +340,21 @@ def test_two_way_split_is_what_each_chip_holds(mesh_name, tiny_root):
                 for r2 in range(rows):
                     same = torch.equal(chips[r1 * cols], chips[r2 * cols])
                     assert same == (groups[r1] == groups[r2]), (r1, r2)
+        step = torch.zeros(BATCH_2D, 1, dtype=torch.int32)
+        pos = torch.full((BATCH_2D,), -1, dtype=torch.int32)
+        for slot, p in zip(SLOTS_2D, PROMPTS, strict=True):
+            step[slot], pos[slot] = p[-1], len(p)
+        tt.decode_forward(step, pos, table, kv, enable_trace=False)
+        for cache in kv[0][0]:
+            chips = _per_chip(cache)
+            for slot, p in zip(SLOTS_2D, PROMPTS, strict=True):
+                block, row = int(table[slot, len(p) // BLOCK]), len(p) % BLOCK
+                owner = slot // users  # the column whose chips ran this user's attention
+                for r in range(rows):
+                    written = [chips[r * cols + c][block, :, row] for c in range(cols)]
+                    others = [w for c, w in enumerate(written) if c != owner]
+                    assert all(torch.equal(others[0], w) for w in others[1:])
+                    assert not torch.equal(written[owner], others[0])
         tt.release()
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tt_models.backend import ttnn
-from tt_models.layers.collectives import reduce_inputs, reduce_partials
+from tt_models.layers.collectives import gather_users, reduce_inputs, reduce_partials
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
@@ -23,10 +23,20 @@ from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
 
+@dataclass(frozen=True)
+class UserSplit:
+    """2-D meshes: the decode users split over each row's chips for attention (tt_transformers on a Galaxy). `ids`
+    [1, U] uint32 per chip: the users whose rows of the QKV product it takes (an embedding lookup: a gather, so the
+    undefined rows of empty users never mix into the others, as a 0/1 selection matmul would mix their NaN); their
+    attention outputs are gathered back along the row before WO."""
+
+    ids: Any
+
+
 @dataclass
 class Rot:
     """cos/sin and the rotation matrix for the current call; decode holds one set next to the Q heads and one next
-    to the K heads (k_cos, k_sin, k_trans_mat)."""
+    to the K heads (k_cos, k_sin, k_trans_mat), and on a 2-D mesh the split of the users over a row's chips."""
 
     cos: Any
     sin: Any
@@ -34,6 +44,7 @@ class Rot:
     k_cos: Any = None
     k_sin: Any = None
     k_trans_mat: Any = None
+    users: UserSplit | None = None
 
 
 class Attention:
@@ -136,6 +147,10 @@ class Attention:
         flat = ttnn.sharded_to_interleaved(qkv, ttnn.L1_MEMORY_CONFIG)
         ttnn.deallocate(qkv)
         qkv = self._qkv_bias(reduce_inputs(flat, self.plan, ttnn.L1_MEMORY_CONFIG))
+        if rot.users is not None:  # 2-D: this chip's users only (the row's chips share them out)
+            mine = ttnn.embedding(rot.users.ids, qkv, layout=ttnn.TILE_LAYOUT, memory_config=ttnn.L1_MEMORY_CONFIG)
+            ttnn.deallocate(qkv)
+            qkv = ttnn.reshape(mine, (1, 1, mine.shape[-2], mine.shape[-1]))
         q, k, v = ttnn.experimental.nlp_create_qkv_heads_decode(
             qkv, num_heads=a.n_heads, num_kv_heads=a.n_kv_heads, memory_config=ttnn.L1_HEIGHT_SHARDED_MEMORY_CONFIG)
         ttnn.deallocate(qkv)
@@ -156,6 +171,8 @@ class Attention:
             compute_kernel_config=k_ops["SDPA_DECODE"])
         for t in (q, k, v):
             ttnn.deallocate(t)
+        if rot.users is not None:  # every user's heads again, for WO
+            attn = gather_users(attn, self.plan)
         attn = ttnn.to_memory_config(attn, d.scores)
         out = ttnn.experimental.nlp_concat_heads_decode(attn, num_heads=a.n_heads)
         ttnn.deallocate(attn)

@@ -20,6 +20,8 @@ and the heads / hidden units / vocabulary over the rows:
 - `reduce_partials`: WO and w2 products are partial sums over the rows (each row its heads / hidden units), already
   split by columns: ttnn.all_reduce along axis 0 leaves each chip its columns of the sum, the fractured residual.
 - `gather_vocab`: the rows' vocabulary slices all-gathered along axis 0.
+- `gather_users`: decode attention runs a share of the users on each chip of a row (`users_mapper` lays its inputs);
+  the outputs are all-gathered along axis 1 on the users dim.
 
 On one chip (plan.devices == 1) the reductions and gather_vocab hand back their input and no op runs: the
 single-chip graph is unchanged (the norms call gather_columns only on a mesh).
@@ -109,6 +111,25 @@ def to_host(t: Any, plan: TPPlan, mesh_device: Any, vocab_sliced: bool) -> Any:
     if vocab_sliced:
         return ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(mesh_device, dim=-1))
     return ttnn.to_torch(t, mesh_composer=ttnn.ConcatMeshToTensor(mesh_device, dim=0))[:1]
+
+
+def users_mapper(mesh_device: Any, plan: TPPlan, dim: int) -> Any:
+    """The mesh mapper of a per-user decode input (positions, page-table rows, rotary indices) whose users lie along
+    tensor dim `dim`: on a 2-D mesh split over each row's chips (chip (r, c) gets users [c * U, (c + 1) * U), U =
+    users / C, as tt_transformers splits the decode users on a Galaxy); a copy on every chip elsewhere."""
+    if plan.two_d:
+        return ttnn.ShardTensor2dMesh(mesh_device, dims=(None, dim), mesh_shape=plan.grid)
+    return replicate(mesh_device)
+
+
+def gather_users(x: Any, plan: TPPlan) -> Any:
+    """2-D: each chip's decode attention output [1, U, heads, head_dim] for its users -> [1, C * U, heads, head_dim]
+    for every user of the row, in user order, on each of its chips (all_gather along axis 1 on the users dim, which
+    no tile pads; rows of empty users stay theirs)."""
+    out = ttnn.all_gather(x, 1, cluster_axis=1, memory_config=x.memory_config(),
+                          topology=getattr(ttnn.Topology, TOPOLOGY))
+    ttnn.deallocate(x)
+    return out
 
 
 def replicate(mesh_device: Any) -> Any:
