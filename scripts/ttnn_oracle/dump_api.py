@@ -38,7 +38,8 @@ all_gather reduce_scatter all_reduce Topology FabricConfig FabricReliabilityMode
 FabricManagerMode set_fabric_config get_fabric_config create_global_semaphore reset_global_semaphore_value
 experimental.all_gather_async experimental.reduce_scatter_minimal_async experimental.all_reduce_async ReduceType
 sampling manual_seed record_event wait_for_event event_synchronize MeshEvent sub subtract gt ge eq exp log sum
-rms_norm_pre_all_gather rms_norm_post_all_gather
+rms_norm_pre_all_gather rms_norm_post_all_gather scale_mask_softmax scale_mask_softmax_in_place softmax_in_place
+SoftmaxDefaultProgramConfig SoftmaxShardedMultiCoreProgramConfig
 """.split()
 CONSTANTS = """
 TILE_LAYOUT ROW_MAJOR_LAYOUT bfloat16 float32 uint32 int32 bfloat8_b bfloat4_b DRAM_MEMORY_CONFIG L1_MEMORY_CONFIG
