@@ -8,7 +8,7 @@ results back; `warmup_model_prefill` / `warmup_model_decode` compile and capture
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,11 @@ class TTCausalLM(Generator):
     model_capabilities = {"supports_prefix_caching": True, "supports_sample_on_device": True,
                           "supports_chunked_prefill": True, "supports_async_decode": True}
     architecture = ""
+
+    def modules(self) -> Iterator[Any]:
+        """No torch modules: the weights live on the device. vLLM's in-process engine (VLLM_ENABLE_V1_MULTIPROCESSING=0)
+        walks model.modules() when it is deleted, to drop torch.compile hooks."""
+        return iter(())
 
     @classmethod
     def initialize_vllm_model(

@@ -3,8 +3,11 @@
     python benchmarks/bench_vllm_plugin.py throughput   # 32 prompts x 64 tokens both ways, same run (target >= 0.9)
     python benchmarks/bench_vllm_plugin.py runner       # host ms per decode step at batch 1/8/32 and several
                                                         # page-table widths (target <= 0.5 ms at batch 32)
-    python benchmarks/bench_vllm_plugin.py sampling     # host ms per decode step at batch 32 of temperature /
+    python benchmarks/bench_vllm_plugin.py sampling [STEPS]  # host ms per decode step at batch 32 of temperature /
                                                         # top-k / top-p requests: sampled on device vs on the host
+    python benchmarks/bench_vllm_plugin.py generator [B] [CTX] [STEPS]
+                                                        # host ms per traced decode step of the generation class
+                                                        # (SmolLM2, batch B=32): decode_forward outside execute_trace
     python benchmarks/bench_vllm_plugin.py itl [TOKENS] # inter-token latency of 7 running requests while a
                                                         # TOKENS-long prompt (4096) is prefilled, chunked vs whole
     python benchmarks/bench_vllm_plugin.py async [P] [T]   # decode throughput of P prompts (32) x T tokens (64),
@@ -81,6 +84,9 @@ class _InstantModel:
 
     def __init__(self, vocab: int) -> None:
         self.vocab = vocab
+        # Spread-out logits, as a model's are: vLLM's top-k / top-p work depends on them (all-equal ones are a
+        # degenerate worst case for its sort).
+        self.logits = torch.randn(1, 1, vocab, generator=torch.Generator().manual_seed(0)) * 3
 
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        sampling_params: object = None, **_: object):
@@ -88,10 +94,24 @@ class _InstantModel:
         from tt_models.sampling import per_user_lists, sampling_mode
 
         if sampling_params is None:
-            return torch.zeros(tokens.shape[0], 1, self.vocab)
+            return self.logits.expand(tokens.shape[0], 1, self.vocab).clone()
         if sampling_mode(sampling_params) == "sample":
             device_params(*per_user_lists(sampling_params, tokens.shape[0])[:3])
         return torch.zeros(tokens.shape[0], dtype=torch.int64)
+
+
+class _Timed:
+    """Wraps a callable and adds up the seconds spent in it."""
+
+    def __init__(self, fn: object) -> None:
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        t = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - t
 
 
 def runner_host_time(batch: int, context: int, steps: int = 50, params: object = None,
@@ -136,26 +156,74 @@ def runner_host_time(batch: int, context: int, steps: int = 50, params: object =
 
     for _ in range(3):
         step()
+    # vLLM's Sampler timed where the runner calls it, in the same steps, so its share is part of the total.
+    sampler = runner.sampler = _Timed(runner.sampler)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
     total = (time.perf_counter() - t0) / steps * 1e3
-    logits = torch.zeros(batch, runner.vocab_size)
-    md = runner.input_batch.sampling_metadata
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        runner.sampler(logits, md)
-    return total, (time.perf_counter() - t0) / steps * 1e3
+    runner.sampler = sampler.fn
+    return total, sampler.seconds / steps * 1e3
 
 
-def sampling_host_time() -> dict:
+def generator_host_time(batch: int = 32, context: int = 2048, steps: int = 20) -> dict:
+    """Host ms per traced decode step of the generation class on SmolLM2 (performance profile): the time
+    decode_forward takes outside ttnn.execute_trace, which is where the simulator does the device's work. That is
+    the host's share on a device: building and copying the step's inputs (tokens, positions, page table, the
+    per-user sampling vectors), launching the trace, and reading the result back."""
+    from transformers import AutoConfig
+
+    from generator_vllm import TTLlamaForCausalLM
+    from tt_models.backend import get_ttnn, ttnn
+    from tt_models.checkpoint import default_model_dir
+    from tt_models.sampling import TTSamplingParams
+
+    path = str(default_model_dir())
+    dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)
+    tt = TTLlamaForCausalLM.initialize_vllm_model(AutoConfig.from_pretrained(path), dev, batch, context,
+                                                  optimizations="performance")
+    a, bs = tt.model.args, 64
+    width = context // bs
+    kv = tt.allocate_kv_cache((batch * width + 1, a.n_kv_heads, bs, a.head_dim), torch.bfloat16, a.n_layers)
+    table = (torch.arange(batch * width) + 1).reshape(batch, width).to(torch.int32)
+    modes = {"logits": None, "device_greedy": TTSamplingParams(temperature=[0.0] * batch, top_k=[1] * batch,
+                                                                top_p=[1.0] * batch),
+             "device_sampling": TTSamplingParams(temperature=[0.8] * batch, top_k=[32] * batch,
+                                                 top_p=[0.9] * batch)}
+    tt.warmup_model_decode(kv, True, batch, width, sampling_params=list(modes.values()))
+    backend = get_ttnn()  # the module the model's calls resolve to
+    execute = _Timed(backend.execute_trace)
+    result = {"benchmark": "generation_class_host_ms_per_traced_decode_step", "batch": batch, "context": context,
+              "profile": "performance", "target_ms_device_sampling": 0.5}
+    backend.execute_trace = execute
+    try:
+        for name, params in modes.items():
+            tokens = torch.randint(100, 40000, (batch, 1), dtype=torch.int32)
+            pos = torch.arange(100, 100 + batch, dtype=torch.int32)
+            tt.decode_forward(tokens, pos, table, kv, sampling_params=params)
+            execute.seconds = 0.0
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                tt.decode_forward(tokens, pos, table, kv, sampling_params=params)
+                pos += 1
+            total = (time.perf_counter() - t0) / steps * 1e3
+            in_trace = execute.seconds / steps * 1e3
+            result[name] = {"host_ms": round(total - in_trace, 3), "device_ms_simulated": round(in_trace, 3)}
+    finally:
+        backend.execute_trace = execute.fn
+        tt.release()
+        ttnn.close_mesh_device(dev)
+    return result
+
+
+def sampling_host_time(steps: int = 50) -> dict:
     """Batch 32 of temperature 0.8 / top-k 32 / top-p 0.9 requests: host ms per decode step when the device samples
     (only 32 token ids come back) vs when vLLM's Sampler does it on the host from the full logits."""
     from vllm.sampling_params import SamplingParams
 
     params = SamplingParams(temperature=0.8, top_k=32, top_p=0.9, max_tokens=10_000)
-    device_total, _ = runner_host_time(32, 2048, params=params, on_device="decode_only")
-    host_total, sampler = runner_host_time(32, 2048, params=params)
+    device_total, _ = runner_host_time(32, 2048, steps, params=params, on_device="decode_only")
+    host_total, sampler = runner_host_time(32, 2048, steps, params=params)
     return {"benchmark": "tt_model_runner_sampling_host_ms_per_decode_step", "batch": 32,
             "params": "temperature=0.8 top_k=32 top_p=0.9", "target_ms_device": 0.5,
             "device_sampling": round(device_total, 3), "host_sampling": round(host_total, 3),
@@ -261,7 +329,10 @@ def main() -> None:
         print(json.dumps(throughput()))
         return
     if part == "sampling":
-        print(json.dumps(sampling_host_time()))
+        print(json.dumps(sampling_host_time(*map(int, sys.argv[2:3]))))
+        return
+    if part == "generator":
+        print(json.dumps(generator_host_time(*map(int, sys.argv[2:5]))))
         return
     if part == "async":
         print(json.dumps(async_vs_sync(*map(int, sys.argv[2:4]))))

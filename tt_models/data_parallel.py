@@ -9,6 +9,7 @@ per-replica row ranges and the outputs put back in slot order; prefill rows go t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,6 +40,10 @@ class DataParallel:
 
     replicas: list[Any]
     _kv_views: dict[int, list] = field(default_factory=dict)
+
+    def modules(self) -> Iterator[Any]:
+        """No torch modules, as a single replica's generation class (vLLM's in-process engine walks them)."""
+        return iter(())
 
     @property
     def per_replica(self) -> int:

@@ -215,8 +215,9 @@ class TTModelRunner:
         vLLM's sampler on the host). The device does greedy, temperature, top-k up to 32 and top-p, with per-request
         seeds, and in decode steps presence / frequency / repetition penalties and logprobs (up to 32, logprobs_mode
         raw_logprobs); min_p, logit_bias, bad_words, allowed_token_ids, min_tokens, custom logits processors, top-k
-        beyond 32 (or none, when sampling), more than 32 logprobs, other logprobs modes and logprob_token_ids are
-        host-only, and so are penalties and logprobs of a prefill step's first token."""
+        beyond 32 (or none, when sampling, unless tt.unset_top_k_on_device), more than 32 logprobs, other logprobs
+        modes and logprob_token_ids are host-only, and so are penalties and logprobs of a prefill step's first
+        token."""
         batch = self.input_batch
         if not self.tt.sample_on_device(prefill) or self.has_custom_logitsprocs:
             return None
@@ -243,9 +244,12 @@ class TTModelRunner:
             slot = self.slot_of[req_id]
             if sp.temperature < _SAMPLING_EPS:
                 continue  # greedy: k=1 on device
-            if not 1 <= sp.top_k <= MAX_TOP_K:
+            k = sp.top_k
+            if self.tt.unset_top_k_on_device and (k <= 0 or k >= self.vocab_size):
+                k = MAX_TOP_K  # the operator chose the 32 best over the whole vocabulary (tt.unset_top_k_on_device)
+            if not 1 <= k <= MAX_TOP_K:
                 return None
-            temperature[slot], top_k[slot], top_p[slot] = sp.temperature, sp.top_k, sp.top_p
+            temperature[slot], top_k[slot], top_p[slot] = sp.temperature, k, sp.top_p
             if self._seeded_slots.get(slot) != req_id:
                 # A request's first step sampled on device seeds its slot's core PRNG: with its own seed (so its
                 # draws do not depend on who shares the batch), else a fresh random one.

@@ -7,7 +7,9 @@ the device is left open (on hardware: unusable until reset). vLLM gives ROCm a g
 (vllm.v1.engine.utils.get_engine_process_shutdown_timeout); the TT platform gets one too. It is an upper bound: the
 process manager stops waiting as soon as the engine core has exited.
 
-The same SIGTERM arriving while the device closes would kill the process halfway: the close ignores stop signals.
+The same SIGTERM arriving while the device closes would kill the process halfway: stop signals wait until the device
+is closed. The grace also covers the process manager's finalizer (an offline LLM script interrupted by Ctrl-C stops
+its engine core from there, at interpreter exit), whose own wait is vLLM's best-effort 5 s.
 And when the process that started the engine core dies without stopping it (an offline LLM script killed by
 SIGTERM, whose default action skips all cleanup, or a front end killed outright), vLLM 0.32 leaves the engine core
 running, device open, indefinitely: the TT worker watches its parent and shuts the engine core down then.
@@ -27,15 +29,19 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-# Closing a device releases its traces and programs first; seconds on hardware, well below this.
-TT_ENGINE_SHUTDOWN_GRACE_S = 15.0
+# Closing a device releases its traces and programs first; seconds on hardware, well below this. Generous, because a
+# loaded host can take many seconds just to reach the teardown (15 s was once seen to run out on a 2-core machine
+# running three other vLLM engines), and it costs nothing when the engine core exits sooner.
+TT_ENGINE_SHUTDOWN_GRACE_S = 30.0
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _MODULES = ("vllm.v1.engine.utils", "vllm.entrypoints.launchers.dp_supervisor")
 
 
 def install_shutdown_grace() -> None:
     """Wrap vLLM's engine-process shutdown timeout so that an immediate kill (timeout 0 with nothing to drain) waits
-    up to TT_ENGINE_SHUTDOWN_GRACE_S for the engine core. Idempotent; patches the function where vLLM's process
-    managers look it up (modules importing it later get the wrapped one)."""
+    up to TT_ENGINE_SHUTDOWN_GRACE_S for the engine core, and so does a wait with no budget (vLLM's 5 s).
+    Idempotent; patches the functions where vLLM's process managers look them up (modules importing them later get
+    the wrapped ones)."""
     import vllm.v1.engine.utils as engine_utils
 
     original: Any = engine_utils.get_engine_process_shutdown_timeout
@@ -44,7 +50,7 @@ def install_shutdown_grace() -> None:
 
     def shutdown_timeout(request_timeout: float | None, process_timeout: float | None) -> float | None:
         # vLLM's ROCm condition: nothing to drain and no time given. Other budgets stay as vLLM computes them (a
-        # positive request timeout's deadline bounds draining; None gets vLLM's best-effort 5 s).
+        # positive request timeout's deadline bounds draining; None gets the grace, below).
         if request_timeout == 0 and process_timeout == 0:
             return TT_ENGINE_SHUTDOWN_GRACE_S
         return original(request_timeout, process_timeout)
@@ -54,6 +60,15 @@ def install_shutdown_grace() -> None:
         module = sys.modules.get(name)
         if module is not None and getattr(module, "get_engine_process_shutdown_timeout", None) is original:
             module.get_engine_process_shutdown_timeout = shutdown_timeout
+
+    # The process manager's finalizer calls vLLM's shutdown(processes) with no timeout (5 s); it binds the function
+    # when the manager is built, after the platform has run this.
+    stop: Any = engine_utils.shutdown
+
+    def shutdown_processes(procs: list, timeout: float | None = None) -> None:
+        stop(procs, timeout=TT_ENGINE_SHUTDOWN_GRACE_S if timeout is None else timeout)
+
+    engine_utils.shutdown = shutdown_processes
 
 
 def stop_with_parent() -> threading.Thread | None:
@@ -75,18 +90,71 @@ def stop_with_parent() -> threading.Thread | None:
     return thread
 
 
+# Stop signals received while the device closes, re-delivered once it is closed (see deferring_stop_signals).
+_deferred: list[int] = []
+
+
+def _defer(signum: int, frame: Any) -> None:
+    if not _deferred:
+        logger.info("%s received while the TT device closes: acting on it once the device is closed",
+                    signal.Signals(signum).name)
+    _deferred.append(signum)
+
+
+class _TeardownSignals:
+    """vllm.v1.engine.core's view of the signal module in an engine-core process: the same, except that the reset of
+    SIGINT / SIGTERM to their default action, which vLLM makes as its teardown starts, defers them instead until the
+    TT worker has closed the device (deferring_stop_signals then puts the default action back)."""
+
+    _tt_teardown = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(signal, name)
+
+    @staticmethod
+    def signal(signum: int, handler: Any) -> Any:
+        if handler is signal.SIG_DFL and signum in _STOP_SIGNALS:
+            handler = _defer
+        return signal.signal(signum, handler)
+
+
+def defer_stop_signals_during_teardown() -> bool:
+    """In vLLM's engine-core process, defer SIGINT and SIGTERM from the start of the teardown until the device is
+    closed.
+
+    vLLM resets both to their default action when the engine core leaves its busy loop, before the teardown reaches
+    TTWorker.shutdown; on Ctrl-C the front end's SIGTERM follows the terminal's SIGINT at once, and arriving in
+    between it killed the process with the device still open (seen in CI: no "closed TT mesh" line). Deferred, not
+    ignored: once the device is closed the signal takes its default action, as vLLM meant, so the process does not
+    linger in the rest of the teardown while its process manager waits (ignoring it once let a loaded CI machine run
+    past the manager's wait after the close: a force kill). SIGKILL, the manager's last resort, still works. Only in
+    a process vLLM started as an engine core: an in-process engine runs in the user's process, whose signals stay
+    its own."""
+    if not multiprocessing.current_process().name.startswith("EngineCore"):
+        return False
+    import vllm.v1.engine.core as core
+
+    if not getattr(core.signal, "_tt_teardown", False):
+        core.signal = _TeardownSignals()
+    return True
+
+
 @contextmanager
-def ignoring_stop_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM are ignored while the device closes. The engine core's teardown runs with the default
-    dispositions back (vLLM resets them first), and on Ctrl-C the front end's SIGTERM follows the terminal's SIGINT
-    at once: by default it would kill the process halfway through closing the device. The previous dispositions
-    come back afterwards (an in-process engine runs in the user's own process)."""
+def deferring_stop_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while the device closes: on Ctrl-C the front end's SIGTERM follows the terminal's SIGINT
+    at once, and by default it would kill the process halfway through closing the device. Afterwards the previous
+    dispositions come back (an in-process engine runs in the user's own process), except that the engine-core
+    teardown's deferral gives way to the default action vLLM had set, and a signal that arrived meanwhile is then
+    delivered to them."""
     if threading.current_thread() is not threading.main_thread():
         yield  # dispositions can only be changed from the main thread
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, _defer) for sig in _STOP_SIGNALS}
     try:
         yield
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_DFL if handler is _defer else handler)
+        pending, _deferred[:] = _deferred[:1], []
+        for sig in pending:
+            signal.raise_signal(sig)

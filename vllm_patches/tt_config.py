@@ -26,6 +26,10 @@ class TTConfig:
     # With vLLM's async scheduling, decode steps sampled on the device are launched before the previous step's
     # tokens are collected (models declaring supports_async_decode); false keeps every step synchronous.
     async_decode: bool = True
+    # A sampled request that sets no top_k (vLLM's default: the whole vocabulary) is host-only, since the device
+    # draws from each user's 32 best logits. True draws it on the device from those 32, as Tenstorrent's plugin
+    # does: the distribution loses its tail beyond the 32 best tokens, and the batch stays on the device.
+    unset_top_k_on_device: bool = False
 
     @property
     def trace_decode(self) -> bool:
@@ -50,7 +54,7 @@ class TTConfig:
         if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
             raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
                              f">= 1")
-        for flag in ("enable_model_warmup", "async_decode"):
+        for flag in ("enable_model_warmup", "async_decode", "unset_top_k_on_device"):
             if not isinstance(getattr(cfg, flag), bool):
                 raise ValueError(f'additional_config["tt"]["{flag}"] must be true or false')
         from tt_models.config import load_optimizations

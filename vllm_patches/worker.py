@@ -18,7 +18,7 @@ from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 from vllm_patches.loader import load_tt_model
 from vllm_patches.model_runner import TTModelRunner
 from vllm_patches.registry import register_tt_models
-from vllm_patches.shutdown import ignoring_stop_signals, stop_with_parent
+from vllm_patches.shutdown import defer_stop_signals_during_teardown, deferring_stop_signals, stop_with_parent
 from vllm_patches.tt_config import TTConfig
 
 logger = logging.getLogger(__name__)
@@ -74,8 +74,10 @@ class TTWorker(WorkerBase):
         from tt_models.config import mesh_shape_from_env
 
         self.device = torch.device("cpu")
-        # From here on this process holds a device: close it even if the process that started it dies first.
+        # From here on this process holds a device: close it even if the process that started it dies first, and
+        # let no second stop signal cut the teardown short before the device is closed.
         stop_with_parent()
+        defer_stop_signals_during_teardown()
         ttnn = get_ttnn()
         rows, cols = mesh_shape_from_env(1 if is_simulator(ttnn) else ttnn.get_num_devices())
         ids = dp_rank_devices(self.vllm_config.parallel_config, rows * cols)
@@ -94,13 +96,15 @@ class TTWorker(WorkerBase):
     def shutdown(self) -> None:
         """Releases the model's traces and closes the device. vLLM calls it from the engine core's teardown, which
         also runs on SIGINT / SIGTERM (vllm_patches/shutdown.py gives it the time to)."""
-        if self.mesh_device is None:
-            return
-        from tt_models.backend import get_ttnn
+        # A stop signal received meanwhile takes effect on leaving this block, so everything, the log line too,
+        # happens inside it.
+        with deferring_stop_signals():
+            if self.mesh_device is None:
+                return
+            from tt_models.backend import get_ttnn
 
-        ttnn, mesh, self.mesh_device = get_ttnn(), self.mesh_device, None
-        ids = mesh.get_device_ids()
-        with ignoring_stop_signals():
+            ttnn, mesh, self.mesh_device = get_ttnn(), self.mesh_device, None
+            ids = mesh.get_device_ids()
             try:
                 model = self.model_runner.model
                 if model is not None and hasattr(model, "release"):
@@ -109,7 +113,7 @@ class TTWorker(WorkerBase):
                 ttnn.close_mesh_device(mesh)
                 if self._fabric is not None:
                     ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
-        logger.info("closed TT mesh device(s) %s", ids)
+            logger.info("closed TT mesh device(s) %s", ids)
 
     def synchronize_device(self) -> None:
         if self.mesh_device is not None:

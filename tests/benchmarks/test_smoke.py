@@ -39,6 +39,17 @@ def test_vllm_runner_host_time_smoke(tmp_path):
     assert step["total"] >= step["sampler"] > 0 and step["runner_only"] >= 0
 
 
+def test_vllm_sampling_host_time_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_vllm_plugin.py", "sampling", "2")
+    assert r["device_sampling"] > 0 and r["host_sampling"] >= r["host_sampler_alone"] > 0
+
+
+def test_generator_host_time_smoke(tmp_path):
+    r = run_bench(tmp_path, "bench_vllm_plugin.py", "generator", "4", "256", "2")
+    for mode in ("logits", "device_greedy", "device_sampling"):
+        assert r[mode]["host_ms"] > 0 and r[mode]["device_ms_simulated"] > 0, mode
+
+
 def test_mesh_decode_smoke(tmp_path):
     r = run_bench(tmp_path, "bench_mesh_decode.py", "--hidden", "256", "--layers", "1", "--vocab", "512", "--batch",
                   "4", "--steps", "1", "--meshes", "1x1,1x2", "--replicas", "2")

@@ -1,8 +1,10 @@
 """vLLM on the default profile (`performance`: bfloat8_b weights and KV cache, what a device runs by default), not
 just the simulator-only `reference`: greedy generations read back through HF, position by position (teacher
 forcing on vLLM's own tokens), agree with HF's top-1 at least as often as the profile's accuracy floor
-(tests/models/test_accuracy.py: 90% top-1, 98% top-5)."""
+(tests/models/test_accuracy.py: 90% top-1, 98% top-5); and a prompt's greedy tokens do not depend on whether its
+prefix was in the prefix cache."""
 
+import pytest
 import torch
 from vllm import LLM, SamplingParams
 
@@ -15,13 +17,23 @@ PROMPTS = ["The capital of France is", "Write a short poem about the ocean:",
            "Question: What is 12 times 12?\nAnswer:"]
 
 
-def test_default_profile_generations_agree_with_hf(smollm2_dir):
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0)
-    try:
-        assert "optimizations=performance" in repr(engine)  # nothing asked for: the default profile
-        outs = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
-    finally:
-        shutdown(engine)
+SENTENCES = ["The river bends twice before it reaches the old mill, where the water slows and turns dark.",
+             "Every spring the farmers argue about who should repair the bridge, and every summer nobody does.",
+             "In 1887 the railway company promised a station, but the surveyors never came back from the hills.",
+             "Children still count the arches of the viaduct on their way to school, though there are only seven.",
+             "The baker keeps a ledger of every loaf she has sold since the war, written in three colours of ink."]
+
+
+@pytest.fixture(scope="module")
+def engine(smollm2_dir):
+    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0)
+    yield engine
+    shutdown(engine)
+
+
+def test_default_profile_generations_agree_with_hf(smollm2_dir, engine):
+    assert "optimizations=performance" in repr(engine)  # nothing asked for: the default profile
+    outs = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
     hf = load_hf(smollm2_dir)
     top1 = top5 = n = 0
     for out in outs:
@@ -37,3 +49,20 @@ def test_default_profile_generations_agree_with_hf(smollm2_dir):
     assert n == 96
     floor1, floor5 = FLOORS["performance"]
     assert 100 * top1 / n >= floor1 and 100 * top5 / n >= floor5, (top1, top5, n)
+
+
+def test_greedy_tokens_do_not_depend_on_the_prefix_cache(engine):
+    """Five new prompts (73 to 334 tokens), each sent alone three times: the first prefill is cold, the next two hit
+    the prefix cache (every whole KV block but the last). With the bfloat8_b KV cache the three must give the same
+    greedy tokens: a cold prefill attends to K/V as rounded into the cache, as a cached one reads them."""
+    tokenizer = engine.get_tokenizer()
+    prompts = [" ".join(SENTENCES[i:] + SENTENCES[:i]) * reps for i, reps in enumerate([1, 1, 2, 2, 3])]
+    lengths = [len(tokenizer(p).input_ids) for p in prompts]
+    assert min(lengths) >= 73 and max(lengths) <= 334, lengths
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    for prompt in prompts:
+        runs = [engine.generate([prompt], params)[0] for _ in range(3)]
+        assert runs[0].num_cached_tokens == 0 and all(r.num_cached_tokens >= 64 for r in runs[1:]), \
+            [r.num_cached_tokens for r in runs]
+        tokens = [list(r.outputs[0].token_ids) for r in runs]
+        assert tokens[1] == tokens[0] and tokens[2] == tokens[0], tokens

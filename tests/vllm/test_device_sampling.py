@@ -135,3 +135,118 @@ def test_logprobs_on_device_equal_host(llm, dev):
                 assert ld[tok].rank == lh[tok].rank, (p.logprobs, step, tok)
                 # fp32 logits on both sides; exp / sum / log in another order than torch's log_softmax
                 assert abs(ld[tok].logprob - lh[tok].logprob) <= 1e-4, (p.logprobs, step, tok)
+
+
+def _expected(logits, p: SamplingParams):
+    """vLLM's sampling distribution in plain torch: logits / T, the top_k best kept, then the smallest set of those
+    (most probable first) whose renormalised mass reaches top_p."""
+    import torch
+
+    probs = torch.softmax(logits.double() / p.temperature, -1)
+    keep = torch.zeros_like(probs, dtype=torch.bool)
+    keep[probs.topk(p.top_k).indices] = True
+    probs = torch.where(keep, probs, 0.0)
+    probs /= probs.sum()
+    order = probs.argsort(descending=True)
+    before = probs[order].cumsum(0) - probs[order]
+    probs[order[before >= p.top_p]] = 0.0
+    return probs / probs.sum()
+
+
+def _ks_pvalue(u) -> float:
+    """Kolmogorov-Smirnov test of samples against Uniform(0, 1): Stephens' approximation to the statistic's tail."""
+    import math
+
+    u, n = sorted(u), len(u)
+    d = max(max((i + 1) / n - x, x - i / n) for i, x in enumerate(u))
+    lam = (math.sqrt(n) + 0.12 + 0.11 / math.sqrt(n)) * d
+    return min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101))))
+
+
+def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
+    """Requests with different temperature / top-k / top-p share decode batches and are drawn on the device. Every
+    token they get is scored against the distribution its own parameters define over HF's logits for its prefix
+    (teacher forcing; the reference profile matches HF): it must lie in that distribution's support (top-k and top-p
+    honoured), and its randomised probability integral transform must be uniform (KS test per parameter set).
+    Scored against the other set's temperature, the same tokens are rejected, so a runner that dropped or swapped a
+    request's temperature fails here."""
+    import torch
+
+    from tests.models.tiny import load_hf
+
+    cold = SamplingParams(temperature=0.6, top_k=8, max_tokens=40, ignore_eos=True)
+    hot = SamplingParams(temperature=1.4, top_k=32, top_p=0.85, max_tokens=40, ignore_eos=True)
+    params = [SamplingParams(**{**dict(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p), "seed": 100 + i,
+                                "max_tokens": 40, "ignore_eos": True})
+              for i, p in enumerate([cold, hot] * 4)]
+    prompts = [PROMPTS[i // 2] for i in range(8)]
+    before = _runner(dev, "device_sampled_steps")
+    outs = dev.generate(prompts, params)
+    assert _runner(dev, "device_sampled_steps") - before >= 2 * 39  # two batches of four, decoded on the device
+
+    hf = load_hf(smollm2_dir)
+    rng = torch.Generator().manual_seed(0)
+    pit = {"cold": [], "hot": [], "cold_as_hot": []}
+    for out, p in zip(outs, params, strict=True):
+        ids = list(out.prompt_token_ids) + list(out.outputs[0].token_ids)
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0].double()
+        start = len(out.prompt_token_ids)
+        for pos, tok in enumerate(out.outputs[0].token_ids):
+            row = logits[start + pos - 1]
+            for name, q in (("cold" if p.temperature < 1 else "hot", p),
+                            *((("cold_as_hot", SamplingParams(temperature=hot.temperature, top_k=p.top_k)),)
+                              if p.temperature < 1 else ())):
+                probs = _expected(row, q)
+                assert probs[tok] > 0 or name == "cold_as_hot", (name, pos, tok, "outside top-k / top-p")
+                order = probs.argsort(descending=True)
+                rank = int((order == tok).nonzero())
+                below = float(probs[order[:rank]].sum())
+                pit[name].append(below + float(torch.rand((), generator=rng, dtype=torch.float64)) * float(probs[tok]))
+    assert len(pit["cold"]) == len(pit["hot"]) == 160
+    for name in ("cold", "hot"):
+        assert _ks_pvalue(pit[name]) > 1e-3, (name, _ks_pvalue(pit[name]))
+    assert _ks_pvalue(pit["cold_as_hot"]) < 1e-3, _ks_pvalue(pit["cold_as_hot"])
+
+
+def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev, smollm2_dir):
+    """A temperature / top-p request without top_k (what OpenAI clients send) is host-only by default: the device
+    sees 32 candidates, the request asks for the whole vocabulary. With tt.unset_top_k_on_device it is drawn on the
+    device, and every token it gets is one of HF's 32 best at its position."""
+    import torch
+
+    from tests.models.tiny import load_hf
+
+    params = SamplingParams(temperature=1.0, top_p=0.98, seed=5, max_tokens=24, ignore_eos=True)
+    before = _runner(dev, "device_sampled_steps")
+    dev.generate([PROMPTS[0]], params)
+    assert _runner(dev, "device_sampled_steps") == before  # the default: the host samples it
+
+    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
+                 additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "all",
+                                           "unset_top_k_on_device": True}})
+    try:
+        before = _runner(engine, "device_sampled_steps")
+        outs = engine.generate(PROMPTS, params)
+        assert _runner(engine, "device_sampled_steps") - before >= 23
+    finally:
+        shutdown(engine)
+    hf = load_hf(smollm2_dir)
+    outside_top8 = 0
+    for out in outs:
+        ids = list(out.prompt_token_ids) + list(out.outputs[0].token_ids)
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0]
+        start = len(out.prompt_token_ids)
+        for pos, tok in enumerate(out.outputs[0].token_ids[1:], start=1):  # the first token is the prefill's (host)
+            best = logits[start + pos - 1].topk(32).indices.tolist()
+            assert tok in best, (pos, tok)
+            outside_top8 += tok not in best[:8]
+    assert outside_top8 > 0  # drawn at temperature 1 from all 32 candidates, not a narrower set
+
+
+def test_unset_top_k_flag_must_be_bool():
+    from vllm_patches.tt_config import TTConfig
+
+    with pytest.raises(ValueError, match=r'\["unset_top_k_on_device"\] must be true or false'):
+        TTConfig.from_additional_config({"tt": {"unset_top_k_on_device": "yes"}})

@@ -46,6 +46,7 @@ def test_plugin_logs_go_through_vllms_handler():
 @pytest.mark.parametrize("backend,has_ttnn,hint", [
     ("", False, "set TT_BACKEND=sim"),
     ("cuda", False, "TT_BACKEND='cuda' is not a backend"),
+    ("", True, "ttnn is installed but sees no Tenstorrent device; set TT_BACKEND=sim"),
 ])
 def test_inactive_plugin_says_how_to_turn_it_on(monkeypatch, backend, has_ttnn, hint):
     import importlib.util
@@ -55,8 +56,15 @@ def test_inactive_plugin_says_how_to_turn_it_on(monkeypatch, backend, has_ttnn, 
 
     monkeypatch.setenv("TT_BACKEND", backend)
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "ttnn" and not has_ttnn else real_find_spec(name, *a))
+    if has_ttnn:  # a ttnn that imports and counts the machine's devices: none here
+        import importlib.machinery
+        import sys
+        import types
+
+        monkeypatch.setitem(sys.modules, "ttnn", types.SimpleNamespace(get_num_devices=lambda: 0))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        (importlib.machinery.ModuleSpec("ttnn", None) if has_ttnn else None) if name == "ttnn"
+        else real_find_spec(name, *a)))
     seen = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())

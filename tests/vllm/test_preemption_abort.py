@@ -44,3 +44,68 @@ def test_abort_mid_flight(llm):
     assert len(finished["keep"].outputs[0].token_ids) == 24
     alone = llm.generate([PROMPTS[0]], params)[0].outputs[0].token_ids
     assert list(finished["keep"].outputs[0].token_ids) == list(alone)
+
+
+def test_abort_frees_the_slot_and_the_blocks(smollm2_dir, monkeypatch):
+    """An aborted request gives back its decode slot (the runner's slot map drops it, and the next request takes
+    that slot) and its KV blocks (the block pool's free count rises by exactly the blocks it held); the request
+    still running is unaffected, and once everything has finished every block is free again and so is every slot."""
+    import weakref
+
+    from vllm.v1.engine.llm_engine import LLMEngine
+
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process, scheduler visible
+    small = LLM(model=smollm2_dir, max_num_seqs=2, max_model_len=256, block_size=64, num_gpu_blocks_override=9,
+                enable_prefix_caching=False, additional_config={"tt": {"optimizations": "reference"}})
+    try:
+        engine = small.llm_engine
+        sched = engine.engine_core.engine_core.scheduler
+        pool = sched.kv_cache_manager.block_pool
+        name = {}  # vLLM appends a suffix to the ids it is given
+
+        def slots() -> dict:
+            held = engine.collective_rpc(lambda w: dict(w.model_runner.slot_of))[0]
+            name.update({rid: rid.rsplit("-", 1)[0] for rid in held})
+            return {name[rid]: slot for rid, slot in held.items()}
+
+        def blocks(short: str) -> int:
+            return len(sched.kv_cache_manager.get_block_ids(next(r for r in sched.requests if name.get(r) == short))[0])
+
+        finished = {}
+
+        def step():
+            finished.update({o.request_id: o for o in engine.step() if o.finished})
+
+        free_at_start = pool.get_num_free_blocks()
+        params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+        engine.add_request("keep", PROMPTS[0], params)
+        engine.add_request("drop", "word " * 90, params)  # 2 KV blocks
+        while set(slots()) != {"keep", "drop"}:
+            step()
+        step()  # a decode step: both hold their blocks and slots
+        dropped_slot, held, free_before = slots()["drop"], blocks("drop"), pool.get_num_free_blocks()
+        assert held == 2
+        engine.abort_request(["drop"])
+        assert pool.get_num_free_blocks() == free_before + held
+        step()
+        assert set(slots()) == {"keep"}
+        engine.add_request("next", PROMPTS[2], params)
+        while "next" not in slots():
+            step()
+        assert slots()["next"] == dropped_slot
+        while engine.has_unfinished_requests():
+            step()
+        assert set(finished) == {"keep", "next"}
+        assert pool.get_num_free_blocks() == free_at_start
+        # The runner hears of finished requests with the next step, as vLLM's own runners do: then only it holds one.
+        engine.add_request("last", PROMPTS[3], params)
+        step()
+        assert slots() == {"last": 0}
+        engine.abort_request(["last"])
+        for rid, prompt in (("keep", PROMPTS[0]), ("next", PROMPTS[2])):
+            alone = small.generate([prompt], params)[0].outputs[0].token_ids
+            assert list(finished[rid].outputs[0].token_ids) == list(alone)
+        # What vLLM's in-process engine runs when it is deleted accepts the TT model (it walks torch modules).
+        LLMEngine._cleanup_instance_caches(weakref.ref(engine.model_executor.driver_worker.model_runner.model))
+    finally:
+        shutdown(small)

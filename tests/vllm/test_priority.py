@@ -25,8 +25,11 @@ def tiny(tmp_path_factory):
 
 
 def _first_token_order(path, policy: str) -> list[str]:
-    """Two slots, both busy ("long" for 24 tokens, "short" for 3); then "low" (priority 5) and "high" (priority 0,
-    arriving later) wait. Returns the request ids in the order their first tokens came out."""
+    """Two slots; "long" (24 tokens) and "short" (3) arrive first and take them, then "low" (priority 5) and "high"
+    (priority 0) wait, "high" arriving last. Returns the request ids in the order their first tokens came out.
+    All four are sent back to back, in this order, and arrive so: whichever steps the engine core (stepping in its
+    own process) takes meanwhile, "low" can only find a free slot after "short" is done, by when "high" has arrived.
+    (Sending the last two after a step raced "short" finishing and admitted "low" before "high" arrived.)"""
     engine = LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=2, max_model_len=256, block_size=32, seed=0,
                  scheduling_policy=policy, additional_config={"tt": {"optimizations": "reference"}})
     try:
@@ -39,7 +42,6 @@ def _first_token_order(path, policy: str) -> list[str]:
 
         add("long", 24)
         add("short", 3)
-        core.step()  # both admitted: the two slots are full
         add("low", 4, priority=5)
         add("high", 4, priority=0)
         order: list[str] = []

@@ -110,3 +110,103 @@ def test_offline_llm_closes_the_device(tiny, tmp_path, sig, whole_group):
     cmd = [sys.executable, "-c", OFFLINE, tiny]
     text = _stop(cmd, lambda: "READY" in log.read_text(), log, sig, whole_group)
     assert text.count(CLOSED) == 1, text[-3000:]
+
+
+def _engine_core_teardown(conn) -> None:
+    """What an engine-core process goes through on Ctrl-C, with a SIGTERM before and during the device close."""
+    import signal as _signal
+    import time as _time
+
+    import vllm.v1.engine.core as core
+
+    from vllm_patches.shutdown import defer_stop_signals_during_teardown, deferring_stop_signals
+
+    conn.send(defer_stop_signals_during_teardown())
+    core.signal.signal(_signal.SIGTERM, _signal.SIG_DFL)  # what vLLM's engine core does as its teardown starts
+    core.signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    os.kill(os.getpid(), _signal.SIGTERM)  # the front end's SIGTERM, before the worker's shutdown
+    _time.sleep(0.3)
+    conn.send("alive")
+    with deferring_stop_signals():  # TTWorker.shutdown: the device closes in here
+        os.kill(os.getpid(), _signal.SIGTERM)
+        _time.sleep(0.3)
+        conn.send("closed")
+    conn.send("after")  # not reached: the deferred SIGTERM takes its default action on leaving the block
+
+
+def test_engine_core_teardown_defers_stop_signals_until_the_device_is_closed():
+    """In a process vLLM starts as an engine core, the teardown's reset of SIGINT / SIGTERM to their default action
+    defers them: a second stop signal cannot cut the device close short, and once the device is closed it kills the
+    process at once (the process manager does not wait on a process that was told to stop)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_engine_core_teardown, args=(send,), name="EngineCore")
+    proc.start()
+    send.close()
+    got = []
+    with pytest.raises(EOFError):
+        while True:
+            assert recv.poll(120)
+            got.append(recv.recv())
+    proc.join(timeout=60)
+    assert got == [True, "alive", "closed"]
+    assert proc.exitcode == -signal.SIGTERM
+
+
+def test_deferring_stop_signals_in_the_users_process():
+    """Anywhere else (an in-process engine runs in the user's process) the teardown keeps vLLM's dispositions, and a
+    stop signal during the close reaches the user's own handler afterwards, once."""
+    from vllm_patches.shutdown import defer_stop_signals_during_teardown, deferring_stop_signals
+
+    assert not defer_stop_signals_during_teardown()  # pytest's own process
+    calls = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: calls.append(signum))
+    try:
+        with deferring_stop_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            assert calls == []
+        assert calls == [signal.SIGTERM]
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        assert calls == [signal.SIGTERM, signal.SIGTERM]  # the user's handler is back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_in_7_s(conn) -> None:
+    import signal as _signal
+    import time as _time
+
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)  # an engine core still closing its device
+    conn.send("started")
+    _time.sleep(7)
+
+
+def test_process_manager_finalizer_waits_for_the_engine_core():
+    """The process manager's finalizer (how an offline script interrupted by Ctrl-C stops its engine core, at
+    interpreter exit) calls vLLM's shutdown with no timeout, which force-kills after 5 s; with the plugin's grace it
+    waits for an engine core that needs 7 s."""
+    import multiprocessing
+    import weakref
+
+    import vllm.v1.engine.utils as engine_utils
+
+    from vllm_patches.shutdown import install_shutdown_grace
+
+    install_shutdown_grace()
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_exit_in_7_s, args=(send,))
+    proc.start()
+    assert recv.poll(120) and recv.recv() == "started"
+
+    class Manager:  # what CoreEngineProcManager holds: weakref.finalize(self, shutdown, self.processes)
+        pass
+
+    manager = Manager()
+    finalizer = weakref.finalize(manager, engine_utils.shutdown, [proc])
+    finalizer()
+    assert proc.exitcode == 0  # exited by itself; vLLM's 5 s would have killed it (-SIGKILL)
