@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_timing import Timed  # a sibling: scripts run with benchmarks/ first on sys.path
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
@@ -99,24 +100,19 @@ def dp_step(path: Path, replicas: int, profile: str, per_replica: int, context: 
                                                       optimizations=profile, model_path=path,
                                                       tt_data_parallel=replicas)
         tokens, pos, table, kv = decode_inputs(dp, batch, context)
-        inner = [0.0]
-        for r in dp.replicas:  # time each replica's own call from inside the wrapper's step
-            def timed(*a: Any, _f: Any = r.decode_forward, **k: Any) -> Any:
-                t = time.perf_counter()
-                try:
-                    return _f(*a, **k)
-                finally:
-                    inner[0] += time.perf_counter() - t
+        inner = [Timed(r.decode_forward) for r in dp.replicas]  # each replica's own call, inside the wrapper's step
+        for r, timed in zip(dp.replicas, inner, strict=True):
             r.decode_forward = timed
         dp.decode_forward(tokens, pos, table, kv)  # compile + capture on every replica
-        inner[0] = 0.0
+        for timed in inner:
+            timed.seconds = 0.0
         t0 = time.perf_counter()
         for _ in range(steps):
             pos += 1
             dp.decode_forward(tokens, pos, table, kv)
         whole = (time.perf_counter() - t0) / steps
         dp.release()
-    replicas_s = inner[0] / steps
+    replicas_s = sum(timed.seconds for timed in inner) / steps
     return {"dp_total_batch": batch, "dp_replicas": replicas, "dp_step_ms": round(1000 * whole, 2),
             "dp_replicas_decode_ms": round(1000 * replicas_s, 2),
             "dp_split_gather_host_ms": round(1000 * (whole - replicas_s), 3)}

@@ -23,6 +23,7 @@ import sys
 import time
 
 import torch
+from bench_timing import Timed  # a sibling: scripts run with benchmarks/ first on sys.path
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
@@ -100,20 +101,6 @@ class _InstantModel:
         return torch.zeros(tokens.shape[0], dtype=torch.int64)
 
 
-class _Timed:
-    """Wraps a callable and adds up the seconds spent in it."""
-
-    def __init__(self, fn: object) -> None:
-        self.fn, self.seconds = fn, 0.0
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        t = time.perf_counter()
-        try:
-            return self.fn(*args, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - t
-
-
 def runner_host_time(batch: int, context: int, steps: int = 50, params: object = None,
                      on_device: str | None = None) -> tuple[float, float]:
     """(ms per decode step of the whole runner, ms of that spent in vLLM's Sampler on the same logits)."""
@@ -157,7 +144,7 @@ def runner_host_time(batch: int, context: int, steps: int = 50, params: object =
     for _ in range(3):
         step()
     # vLLM's Sampler timed where the runner calls it, in the same steps, so its share is part of the total.
-    sampler = runner.sampler = _Timed(runner.sampler)
+    sampler = runner.sampler = Timed(runner.sampler)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
@@ -192,7 +179,7 @@ def generator_host_time(batch: int = 32, context: int = 2048, steps: int = 20) -
                                                  top_p=[0.9] * batch)}
     tt.warmup_model_decode(kv, True, batch, width, sampling_params=list(modes.values()))
     backend = get_ttnn()  # the module the model's calls resolve to
-    execute = _Timed(backend.execute_trace)
+    execute = Timed(backend.execute_trace)
     result = {"benchmark": "generation_class_host_ms_per_traced_decode_step", "batch": batch, "context": context,
               "profile": "performance", "target_ms_device_sampling": 0.5}
     backend.execute_trace = execute

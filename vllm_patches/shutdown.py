@@ -155,6 +155,7 @@ def deferring_stop_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is _defer else handler)
-        pending, _deferred[:] = _deferred[:1], []
-        for sig in pending:
-            signal.raise_signal(sig)
+        if _deferred:  # the first one decides, as it would have had it not waited
+            first = _deferred[0]
+            _deferred.clear()
+            signal.raise_signal(first)

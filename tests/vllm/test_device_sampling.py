@@ -174,11 +174,8 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
 
     from tests.models.tiny import load_hf
 
-    cold = SamplingParams(temperature=0.6, top_k=8, max_tokens=40, ignore_eos=True)
-    hot = SamplingParams(temperature=1.4, top_k=32, top_p=0.85, max_tokens=40, ignore_eos=True)
-    params = [SamplingParams(**{**dict(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p), "seed": 100 + i,
-                                "max_tokens": 40, "ignore_eos": True})
-              for i, p in enumerate([cold, hot] * 4)]
+    cold, hot = dict(temperature=0.6, top_k=8), dict(temperature=1.4, top_k=32, top_p=0.85)
+    params = [SamplingParams(**p, seed=100 + i, max_tokens=40, ignore_eos=True) for i, p in enumerate([cold, hot] * 4)]
     prompts = [PROMPTS[i // 2] for i in range(8)]
     before = _runner(dev, "device_sampled_steps")
     outs = dev.generate(prompts, params)
@@ -195,7 +192,7 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
         for pos, tok in enumerate(out.outputs[0].token_ids):
             row = logits[start + pos - 1]
             for name, q in (("cold" if p.temperature < 1 else "hot", p),
-                            *((("cold_as_hot", SamplingParams(temperature=hot.temperature, top_k=p.top_k)),)
+                            *((("cold_as_hot", SamplingParams(temperature=hot["temperature"], top_k=p.top_k)),)
                               if p.temperature < 1 else ())):
                 probs = _expected(row, q)
                 assert probs[tok] > 0 or name == "cold_as_hot", (name, pos, tok, "outside top-k / top-p")
