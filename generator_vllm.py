@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch
 
 from tt_models.backend import is_simulator, ttnn
 from tt_models.capacity import KVCapacity, kv_capacity
-from tt_models.checkpoint import hf_to_meta, load_state_dict
+from tt_models.checkpoint import hf_to_meta, load_state_dict, pad_mlp_weights
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.data_parallel import DataParallel
 from tt_models.generator import Generator, prefill_bucket
@@ -24,9 +25,9 @@ from tt_models.layers.penalties import penalty_params
 from tt_models.layers.sampling import device_params
 from tt_models.model import Transformer
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.parallel import check_weights_fit, plan_tensor_parallel
+from tt_models.parallel import check_weights_fit, pad_mlp, plan_tensor_parallel
 from tt_models.sampling import TTSamplingParams, penalty_lists, per_user_lists, sampling_mode
-from tt_models.weights import ShapeOnlyWeights, WeightStore, meta_shapes, weight_cache_dir
+from tt_models.weights import ShapeOnlyWeights, WeightStore, check_state_dict, meta_shapes, weight_cache_dir
 
 logger = logging.getLogger(__name__)
 DEFAULT_TOKEN_BUDGET = 131072
@@ -73,11 +74,12 @@ class TTCausalLM(Generator):
                 f"max_batch_size {max_batch_size}: one device decodes at most {MAX_USERS_PER_DEVICE} users (its "
                 f"head ops place one user per core); serve more users with data parallel (tt_data_parallel, or "
                 f"vLLM's --data-parallel-size) over more devices")
-        args = ModelArgs.from_hf_config(hf_config)
+        checkpoint_args = ModelArgs.from_hf_config(hf_config)
         if n_layers is not None:
-            args = args.__class__(**{**args.__dict__, "n_layers": n_layers})
-        # More than one chip: tensor parallel over them (refused here, before any weight moves, if it does not
-        # divide).
+            checkpoint_args = replace(checkpoint_args, n_layers=n_layers)
+        # The MLP padded to whole tiles per chip (zero units), then tensor parallel over the chips (refused here,
+        # before any weight moves, if it does not divide).
+        args = pad_mlp(checkpoint_args, tuple(mesh_device.shape))
         plan = plan_tensor_parallel(args, tuple(mesh_device.shape))
         path = Path(model_path or getattr(hf_config, "_name_or_path", "") or "")
         if load_format == "auto" and not path.is_dir():
@@ -91,12 +93,18 @@ class TTCausalLM(Generator):
                     f"the {profile_name!r} profile runs fp32 activations and KV cache, which no Tenstorrent device "
                     f"supports (it exists for simulator tests against fp32 references); use 'accuracy' on hardware")
             mesh_device.enable_reference_precision()
-        if plan.devices > 1:
-            check_weights_fit(args, plan, profile, mesh_device)
+        # Refused here, with the numbers, before any weight moves: a model that cannot fit must not fail halfway
+        # through placing its weights.
+        check_weights_fit(args, plan, profile, mesh_device)
         if load_format == "dummy":
             weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device)
         else:
             meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
+            if n_layers is not None:  # the first n_layers of a deeper checkpoint
+                meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
+                        or int(k.split(".")[1]) < n_layers}
+            check_state_dict(meta, checkpoint_args)
+            meta = pad_mlp_weights(meta, args.hidden_dim)
             weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),

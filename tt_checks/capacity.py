@@ -3,8 +3,9 @@ device at the configured batch and context, and is vLLM's KV block count one the
 
 Per case (model x optimization profile x context, batch 32 users):
 1. `initialize_vllm_model` places the weights (`load_format="dummy"` for configs without weights: every weight
-   with its real shape, dtype and memory config, no host data). A model that cannot fit fails here, at load, with
-   the device's out-of-memory message; cases that exist to show that expect it.
+   with its real shape, dtype and memory config, no host data). A model that cannot fit fails here, at load: refused
+   with the numbers before any weight moves (check_weights_fit), or with the device's out-of-memory message where
+   the estimate passes but the per-bank placement does not; cases that exist to show that expect it.
 2. The KV capacity the vLLM worker computes from the allocator (tt_models.capacity) and the block count it gives
    vLLM (vllm_patches.kv_blocks: the model's token budget, capped by that capacity).
 3. `allocate_kv_cache` with the full capacity (the most vLLM could be given), then a full-length prefill (chunked as
@@ -38,7 +39,7 @@ class CapacityCase:
     profile: str
     context: int
     load_format: str = "auto"
-    fits_at_load: bool = True  # False: the case shows a model failing at load with the device's OOM message
+    fits_at_load: bool = True  # False: the case shows a model refused at load (not fitting the device)
 
 
 def cases(contexts: tuple[int, ...] = CONTEXTS) -> list[CapacityCase]:
@@ -105,6 +106,7 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
 
     from generator_vllm import TT_CLASSES
     from tt_models.capacity import kv_bank_bytes
+    from tt_models.model_args import UnsupportedModelError
     from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 
     name = f"{case.model}/{case.profile} ctx {case.context}"
@@ -125,6 +127,10 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
         rep.ok = not case.fits_at_load and e.call.rule is not None and e.call.rule.is_out_of_memory
         if rep.ok:
             rec.calls[-1] = type(e.call)(**{**vars(e.call), "expected": True})
+        return rep
+    except UnsupportedModelError as e:  # refused before any weight moved, with the numbers
+        rep.oom_at_load = str(e)
+        rep.ok = not case.fits_at_load
         return rep
     rep.loaded = True
     rep.ok = case.fits_at_load

@@ -562,6 +562,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     from tt_checks import (
         cases_data_movement,
         cases_distributed_norm,
+        cases_dram_matmul,
         cases_eltwise,
         cases_misc,
         cases_options,
@@ -578,3 +579,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_sampling.cases()
     yield from cases_penalties.cases()
     yield from cases_distributed_norm.cases()
+    yield from cases_dram_matmul.cases()

@@ -30,10 +30,17 @@ def largest_divisor(n: int, at_most: int = 8) -> int:
     return max(i for i in range(1, at_most + 1) if n % i == 0)
 
 
+def core_count(tiles: int, cores: int) -> int:
+    """How many cores split `tiles` whole tiles each: the divisor of `tiles` (at most `cores`, at most MAX_CORES)
+    nearest 32 (enough cores to spread the reads, few enough that shards stay whole tiles), the larger on a tie.
+    1 always divides, so every width has an answer; a width whose tiles are prime above the grid runs on one core."""
+    counts = [c for c in range(1, min(MAX_CORES, cores) + 1) if tiles % c == 0]
+    return min(counts, key=lambda c: (abs(c - 32), -c))
+
+
 def residual_cores(dim_tiles: int, grid: tuple[int, int]) -> tuple[int, int]:
-    """(x, y) of the grid holding the width-sharded residual: the number of cores dividing the width's tiles that
-    is nearest to 32 (enough cores to spread the reads, few enough that shards stay whole tiles), laid as few
-    rows as fit the grid's width."""
+    """(x, y) of the grid holding the width-sharded residual: core_count's cores laid as few rows as fit the grid's
+    width (the next count down when no rectangle holds it, e.g. a prime count wider than the grid)."""
     gx, gy = grid
     counts = [c for c in range(1, min(MAX_CORES, gx * gy) + 1) if dim_tiles % c == 0]
     for c in sorted(counts, key=lambda c: (abs(c - 32), -c)):
@@ -45,7 +52,9 @@ def residual_cores(dim_tiles: int, grid: tuple[int, int]) -> tuple[int, int]:
 
 def dram_sharded_weight(ttnn_: Any, k: int, n: int, banks: int) -> Any:
     """A [k, n] weight width-sharded over the DRAM banks: n is padded to whole tiles per bank, each bank holding a
-    [k, padded_n / banks] column strip, as DRAM-sharded matmuls stream it."""
+    [k, padded_n / banks] column strip, as DRAM-sharded matmuls stream it. The strip width, ceil(n_tiles / banks)
+    tiles, is what each bank's reader core computes: the program gives every worker ceil(N / workers) tiles and
+    reads them contiguously from its bank, so any other strip width computes wrong columns without an error."""
     padded = -(-n // (TILE * banks)) * TILE * banks
     grid = ttnn_.CoreRangeSet({ttnn_.CoreRange(ttnn_.CoreCoord(0, 0), ttnn_.CoreCoord(banks - 1, 0))})
     spec = ttnn_.ShardSpec(grid, [k, padded // banks], ttnn_.ShardOrientation.ROW_MAJOR)
@@ -53,21 +62,91 @@ def dram_sharded_weight(ttnn_: Any, k: int, n: int, banks: int) -> Any:
 
 
 @dataclass(frozen=True)
+class MatmulDtypes:
+    """Tile bytes a matmul's circular buffers hold: input, weight, output, and the accumulation format (fp32 with
+    fp32 accumulation on, else bf16)."""
+
+    in0: int = 2048
+    in1: int = 1088
+    out: int = 2048
+    interm: int = 4096
+
+
+def dram_matmul_cb_bytes(in0_block_w: int, weight_shard_tiles: int, dt: MatmulDtypes) -> int:
+    """L1 per core the DRAM-sharded matmul's own circular buffers take, as measured on the real ttnn 0.81.1 (the
+    sharded input and the output's storage shards are the tensors' own L1): the double-buffered input block, the
+    weight stream triple-buffered (3 x in0_block_w x the strip per bank), and the output block of a strip's width
+    rounded up to whole subblocks (8 tiles, 4 with fp32 accumulation), twice when the accumulation format differs
+    from the output's. A device refuses a program whose buffers reach its lowest L1 buffer."""
+    out_w = -(-weight_shard_tiles // (4 if dt.interm == 4096 else 8)) * (4 if dt.interm == 4096 else 8)
+    cbs = 2 * in0_block_w * dt.in0 + 3 * in0_block_w * weight_shard_tiles * dt.in1 + out_w * dt.out
+    return cbs + (out_w * dt.interm if dt.interm != dt.out else 0)
+
+
+@dataclass(frozen=True)
 class DramMatmul:
-    """A decode matmul whose input is width-sharded on `cores` cores and whose weight streams from the DRAM
-    banks; its output lands width-sharded on ceil(n_tiles / per_core_N) cores."""
+    """A decode matmul [32, k] x [k, n] whose input is width-sharded on `cores` cores (per_core_k tiles each) and
+    whose weight streams from the DRAM banks (weight_shard_tiles columns per bank); its output lands width-sharded on
+    out_cores cores (per_core_n tiles each). `why` says how the numbers were chosen."""
 
     program: Any
+    k_tiles: int
+    n_tiles: int
     cores: int
+    per_core_k: int
+    per_core_n: int
     out_cores: int
+    weight_shard_tiles: int
+    cb_bytes: int
+    why: str
+
+    def describe(self) -> str:
+        pc = self.program
+        return (f"K {self.k_tiles} x N {self.n_tiles} tiles: input on {self.cores} cores x {self.per_core_k} tiles, "
+                f"in0_block_w {pc.in0_block_w}, per_core_N {pc.per_core_N} -> output on {self.out_cores} cores, "
+                f"weight {self.weight_shard_tiles} tiles per DRAM bank, circular buffers {self.cb_bytes / 1024:.0f} "
+                f"KiB per core ({self.why})")
 
 
-def dram_matmul(k: int, n: int, cores: int) -> DramMatmul:
-    k_per_core = _tiles(k) // cores
-    per_core_n = -(-_tiles(n) // cores)
+def dram_matmul(k: int, n: int, cores: int, banks: int, out_cores: int | None = None,
+                dtypes: MatmulDtypes = MatmulDtypes(), cb_budget: int = 1_180_000,
+                grid_cores: int = MAX_CORES) -> DramMatmul:
+    """DRAM-sharded program config for an input width-sharded on `cores` cores, which must split k's tiles evenly
+    (the program gives each input core K / in0_block_w / cores blocks: an uneven split is refused, or miscomputed).
+
+    in0_block_w: the largest divisor of the per-core width (at most 8) whose circular buffers fit cb_budget bytes
+    per core: the weight stream holds 3 x in0_block_w x (columns per bank) tiles, so wide outputs get narrow blocks.
+    per_core_N: n's tiles / out_cores when the output feeds another DRAM-sharded matmul (which needs its input split
+    evenly: out_cores must divide n's tiles), else ceil(n's tiles / cores), as tt_transformers; widened until the
+    output's cores fit the grid."""
+    kt, nt = _tiles(k), _tiles(n)
+    if kt % cores:
+        raise ValueError(f"a DRAM-sharded matmul's input must split evenly: K {kt} tiles on {cores} cores")
+    per_core_k = kt // cores
+    shard = -(-nt // banks)
+    widths = sorted((w for w in range(1, 9) if per_core_k % w == 0), reverse=True)
+    w = next((w for w in widths if dram_matmul_cb_bytes(w, shard, dtypes) <= cb_budget), None)
+    if w is None:
+        raise ValueError(f"no DRAM-sharded matmul config for K {kt} x N {nt} tiles fits {cb_budget} B of L1 per "
+                         f"core: one block of the weight stream ({shard} tiles per bank) needs "
+                         f"{dram_matmul_cb_bytes(1, shard, dtypes)} B")
+    why = [f"in0_block_w {w}: " + ("the per-core width" if w == per_core_k else
+                                    f"largest divisor of {per_core_k} up to 8" if w == widths[0] else
+                                    f"the widest block whose weight stream fits {cb_budget // 1024} KiB")]
+    if out_cores is not None:
+        if nt % out_cores:
+            raise ValueError(f"output cores {out_cores} do not split N {nt} tiles evenly")
+        per_core_n = nt // out_cores
+        why.append(f"output on {out_cores} cores dividing N, the next matmul's input split")
+    else:
+        per_core_n = -(-nt // cores)
+        while -(-nt // per_core_n) > grid_cores:
+            per_core_n += 1
+        why.append("output split like the input")
     pc = ttnn.MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig(
-        in0_block_w=largest_divisor(k_per_core), per_core_M=1, per_core_N=per_core_n, fused_activation=None)
-    return DramMatmul(pc, cores, -(-_tiles(n) // per_core_n))
+        in0_block_w=w, per_core_M=1, per_core_N=per_core_n, fused_activation=None)
+    return DramMatmul(pc, kt, nt, cores, per_core_k, per_core_n, -(-nt // per_core_n), shard,
+                      dram_matmul_cb_bytes(w, shard, dtypes), "; ".join(why))
 
 
 # Bytes of one 32x32 tile per dtype name (block floats carry one shared exponent per 16 values).
@@ -186,11 +265,24 @@ def lm_head_splits(vocab: int, cores: int, max_per_core: int = 668) -> list[int]
     return splits
 
 
+def _matmul_dtypes(precisions: list[Any], weight: str, kernel: str, in0: str = "residual",
+                   out: str = "residual") -> MatmulDtypes:
+    """The largest tiles a decode matmul's circular buffers hold over every layer (one config serves them all)."""
+    def most(attr: str) -> int:
+        return max(tile_bytes(getattr(p, attr)) for p in precisions)
+
+    fp32_acc = any(bool(p.kernels[kernel].fp32_dest_acc_en) for p in precisions)
+    return MatmulDtypes(in0=most(in0), in1=most(weight), out=most(out), interm=4096 if fp32_acc else 2048)
+
+
 def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None = None,
-                  attention_users: int | None = None) -> ModelLayouts:
+                  attention_users: int | None = None, precisions: list[Any] | None = None,
+                  head_dtype: Any = None) -> ModelLayouts:
     """residual_dim: the residual stream's columns per chip (tensor parallel: dim / N), the whole dim if None.
     attention_users: the users whose heads one chip places (2-D meshes split the batch over a row's chips), batch
-    if None; the attention output is regathered for all `batch` users before concatenating heads."""
+    if None; the attention output is regathered for all `batch` users before concatenating heads.
+    precisions (one per layer) and head_dtype size the decode matmuls' circular buffers; None: bf16 inputs and
+    outputs, bfloat8_b weights, fp32 accumulation."""
     heads_users = attention_users or batch
     grid_c = device.compute_with_storage_grid_size()
     grid = (grid_c.x, grid_c.y)
@@ -211,12 +303,31 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
     norm = ttnn.LayerNormShardedMultiCoreProgramConfig(
         compute_with_storage_grid_size=ttnn.CoreCoord(rx, ry), subblock_w=largest_divisor(block_w, 4), block_h=1,
         block_w=block_w, inplace=False)
-    qkv = dram_matmul(dim, qkv_n, rc)
-    wo = dram_matmul(args.n_heads * hd, dim, args.n_heads)  # concatenated heads arrive one head per core
-    w1_w3 = dram_matmul(dim, args.hidden_dim, rc)
-    w2 = dram_matmul(args.hidden_dim, dim, w1_w3.out_cores)  # straight from the gate*up product's sharding
+    l1 = ttnn.get_memory_view(device, ttnn.BufferType.L1).total_bytes_per_bank
+    budget = int(CB_SHARE_OF_L1 * l1)
+    if precisions:
+        dt = {name: _matmul_dtypes(precisions, w, kernel, **kw) for name, w, kernel, kw in (
+            ("qkv", "wqkv", "LI_QKV_DECODE", {}), ("wo", "wo", "LI_O_DECODE", {}),
+            ("w1_w3", "ff1_ff3", "LI_FF1_FF3", {}), ("w2", "ff2", "LI_FF2", {"in0": "activation"}))}
+        final = precisions[-1].residual
+        dt["lm_head"] = MatmulDtypes(in0=tile_bytes(final), in1=tile_bytes(head_dtype) if head_dtype else 1088,
+                                     out=4096 if tile_bytes(final) == 4096 else 2048, interm=2048)
+    else:
+        dt = dict.fromkeys(("qkv", "wo", "w1_w3", "w2", "lm_head"), MatmulDtypes())
+    cores = grid[0] * grid[1]
+
+    def mm(name: str, k: int, n: int, in_cores: int, out_cores: int | None = None) -> DramMatmul:
+        return dram_matmul(k, n, in_cores, banks, out_cores, dt[name], budget, cores)
+
+    qkv = mm("qkv", dim, qkv_n, rc)
+    wo = mm("wo", args.n_heads * hd, dim, args.n_heads)  # concatenated heads arrive one head per core
+    # The gate*up product feeds w2 in the sharding it comes in, so its cores must split the MLP's hidden tiles
+    # evenly: w1/w3 write their output on core_count(hidden tiles) cores, w2 reads it there.
+    mlp_cores = core_count(_tiles(args.hidden_dim), cores)
+    w1_w3 = mm("w1_w3", dim, args.hidden_dim, rc, mlp_cores)
+    w2 = mm("w2", args.hidden_dim, dim, mlp_cores)
     splits = lm_head_splits(args.vocab_size, rc)
-    lm = [dram_matmul(dim, n, rc) for n in splits]
+    lm = [mm("lm_head", dim, n, rc) for n in splits]
     # Head placement on an at-most-8-wide block from (0, 0): on wider grids (Blackhole's 13) 32 users would span two
     # ranges, which sends nlp_concat_heads_decode down its sub-core-grid path (it crashes in 0.81.1 without one).
     heads_grid = ttnn.CoreCoord(min(8, grid[0]), grid[1])
@@ -242,9 +353,8 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         "w2": dram_sharded_weight(ttnn, args.hidden_dim, dim, banks),
         **{f"lm_head{i}": dram_sharded_weight(ttnn, dim, n, banks) for i, n in enumerate(splits)},
     }
-    l1 = ttnn.get_memory_view(device, ttnn.BufferType.L1).total_bytes_per_bank
     return ModelLayouts(decode=decode, weights=weights, lm_head_splits=splits, sdpa_prefill=None, grid=grid,
-                        cb_budget=int(CB_SHARE_OF_L1 * l1))
+                        cb_budget=budget)
 
 
 def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int]) -> Any:
@@ -265,4 +375,4 @@ def fp32_representable(x: float) -> float:
 
 
 __all__ = ["ModelLayouts", "DecodeLayouts", "DramMatmul", "PrefillMatmul", "build_layouts", "sdpa_prefill",
-           "fp32_representable", "math"]
+           "core_count", "fp32_representable", "math"]

@@ -43,16 +43,17 @@ class Transformer:
         self.split_users = self.plan.two_d and self.decode_rows % cols == 0
         self.attention_users = self.decode_rows // cols if self.split_users else self.decode_rows
         # Tensor parallel: the residual stream is fractured, each chip holding plan.dim of its columns.
-        self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
-                                                   residual_dim=self.plan.dim, attention_users=self.attention_users)
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
+        head_dtype = dtype_of(profile.precision("LM_HEAD"))
+        self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
+                                                   residual_dim=self.plan.dim, attention_users=self.attention_users,
+                                                   precisions=self.precisions, head_dtype=head_dtype)
         # Tensor parallel: each chip looks up its columns of the table (tt_transformers shards it by hidden dim).
         self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan)
                        for i in range(args.n_layers)]
         self.norm = ResidualNorm(weights, "norm.weight", args.norm_eps, fixed_kernel("NORM"), self.plan)
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
-        head_dtype = dtype_of(profile.precision("LM_HEAD"))
         bounds, start = [], 0
         for n in self.layouts.lm_head_splits:
             bounds.append((start, start + n))

@@ -16,8 +16,47 @@ SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 SUPPORTED_ACTIVATIONS = ("silu",)
 
 
+# HF config fields that change a model's math, with the value under which the TT models compute exactly what the
+# checkpoint means; any other value is refused by name rather than silently ignored. (Fields of the supported
+# families are checked where they are read below; these are the ones related architectures add to the same classes
+# or that checkpoint authors set by hand.)
+NEUTRAL_FIELDS: dict[str, Any] = {
+    "partial_rotary_factor": 1.0,  # RoPE on only part of each head
+    "attn_logit_softcapping": None,
+    "final_logit_softcapping": None,
+    "logit_scale": 1.0,
+    "logits_scaling": 1.0,
+    "embedding_multiplier": 1.0,
+    "residual_multiplier": 1.0,
+    "attention_multiplier": None,
+    "use_qk_norm": False,  # Llama 4's per-head q/k norm
+    "no_rope_layers": None,
+    "dual_chunk_attention_config": None,  # Qwen2.5-1M's long-context attention
+    "attention_chunk_size": None,
+}
+
+
 class UnsupportedModelError(ValueError):
     """The checkpoint needs an architecture or feature these TT models do not implement."""
+
+
+def _refuse_unsupported_fields(config: Any, family: str) -> None:
+    quant = getattr(config, "quantization_config", None)
+    if quant:
+        method = quant.get("quant_method", "?") if isinstance(quant, dict) else getattr(quant, "quant_method", "?")
+        raise UnsupportedModelError(
+            f"the checkpoint is quantized (quantization_config quant_method={method!r}); TT models load bf16/fp32 "
+            f"weights and round them to the profile's bfloat8_b / bfloat4_b themselves: use the unquantized "
+            f"checkpoint (or a GGUF file, which is dequantized on load)")
+    for field, neutral in NEUTRAL_FIELDS.items():
+        value = getattr(config, field, neutral)
+        if value not in (neutral, None) and not (neutral is None and value in ((), [], {}, 0)):
+            raise UnsupportedModelError(f"config field {field}={value!r} changes the model's math and is not "
+                                        f"implemented by the TT models")
+    if family != "qwen2" and getattr(config, "attention_bias", False):
+        # Llama / Mistral / Qwen3 configs put a bias on q, k, v and o_proj together.
+        raise UnsupportedModelError(f"attention_bias=True ({family}: biases on q/k/v and o_proj): the o_proj bias is "
+                                    f"not implemented")
 
 
 @dataclass(frozen=True)
@@ -37,6 +76,9 @@ class ModelArgs:
     qk_norm: bool
     sliding_window: int | None
     hf_config: Any  # kept for rope initialisation through transformers' own functions
+    # The checkpoint's MLP size when hidden_dim was padded with zero units so that every chip's share is whole tiles
+    # (tt_models.parallel.pad_mlp); None when it is the checkpoint's own.
+    mlp_padded_from: int | None = None
 
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
@@ -51,6 +93,7 @@ class ModelArgs:
                 f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
             )
         family = SUPPORTED_ARCHITECTURES[arch.removeprefix("TT")]
+        _refuse_unsupported_fields(config, family)
         rope = getattr(config, "rope_parameters", None) or {}
         rope_type = rope.get("rope_type", "default")
         if rope_type not in SUPPORTED_ROPE_TYPES:
@@ -81,7 +124,7 @@ class ModelArgs:
             norm_eps=config.rms_norm_eps,
             max_position_embeddings=config.max_position_embeddings,
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
-            qkv_bias=family == "qwen2" or bool(getattr(config, "attention_bias", False)),
+            qkv_bias=family == "qwen2",
             qk_norm=family == "qwen3",
             sliding_window=window,
             hf_config=config,
@@ -93,6 +136,5 @@ class ModelArgs:
             raise UnsupportedModelError(f"head_dim {self.head_dim} is not a multiple of 32 (TT tile width)")
         if self.n_heads % self.n_kv_heads:
             raise UnsupportedModelError(f"{self.n_heads} heads are not a multiple of {self.n_kv_heads} kv heads")
-        if self.dim % 32 or self.hidden_dim % 32:
-            raise UnsupportedModelError(
-                f"hidden size {self.dim} and MLP size {self.hidden_dim} must be multiples of 32")
+        if self.dim % 32:
+            raise UnsupportedModelError(f"hidden size {self.dim} must be a multiple of 32 (TT tile width)")

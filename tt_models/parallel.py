@@ -143,12 +143,30 @@ def _split_heads(args: ModelArgs, n: int, where: str) -> tuple[Heads, Heads]:
     return tuple(tuple(range(d * q_per, (d + 1) * q_per)) for d in range(n)), kv
 
 
+def head_groups(mesh_shape: tuple[int, int]) -> int:
+    """Into how many groups of chips the heads, MLP units and vocabulary split: the rows of a 2-D mesh, else every
+    chip of the line."""
+    rows, cols = tuple(mesh_shape)
+    return rows if rows > 1 and cols > 1 else rows * cols
+
+
+def pad_mlp(args: ModelArgs, mesh_shape: tuple[int, int]) -> ModelArgs:
+    """The model with its MLP hidden size padded up to whole tiles per chip (Qwen2.5-72B's 29,568 units are 115.5
+    tiles on each of 8 chips): the extra units have zero w1/w3 rows and zero w2 columns (tt_models.checkpoint
+    pad_mlp_weights), so silu(0) * 0 adds nothing and the output is the checkpoint's exactly."""
+    unit = TILE * head_groups(mesh_shape)
+    padded = -(-args.hidden_dim // unit) * unit
+    if padded == args.hidden_dim:
+        return args
+    return replace(args, hidden_dim=padded, mlp_padded_from=args.mlp_padded_from or args.hidden_dim)
+
+
 def _check_splits(args: ModelArgs, heads: int, columns: int, where: str) -> None:
-    """Whole tiles per chip: the MLP's hidden units and the vocabulary over `heads` groups, the residual's columns
-    over `columns` chips."""
+    """Whole tiles per chip: the MLP's hidden units (pad_mlp pads them) and the vocabulary over `heads` groups, the
+    residual's columns over `columns` chips."""
     if args.hidden_dim % (heads * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: MLP size {args.hidden_dim} does not split into whole "
-                                    f"tiles ({TILE} columns) per chip")
+                                    f"tiles ({TILE} columns) per chip (pad it with tt_models.parallel.pad_mlp)")
     if args.dim % (columns * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
                                     f"({TILE} columns) per chip (the residual stream is split by columns)")
@@ -213,9 +231,10 @@ def check_weights_fit(args: ModelArgs, plan: TPPlan, profile: Any, mesh_device: 
         return
     gib = 1 << 30
     more = -(-need * plan.devices // have)  # every weight but the (small) norms splits over the chips
+    split = f"with tensor parallel over {plan.devices} chips" if plan.devices > 1 else "on one chip"
     raise UnsupportedModelError(
         f"the model does not fit a {tuple(mesh_device.shape)} mesh: its weights take {need / gib:.2f} GiB per chip "
-        f"with tensor parallel over {plan.devices} chips, a chip has {have / gib:.2f} GiB of DRAM free "
+        f"{split}, a chip has {have / gib:.2f} GiB of DRAM free "
         f"({view.num_banks} banks x {view.largest_contiguous_bytes_free_per_bank / gib:.3f} GiB); it needs about "
         f"{more} chips, or a profile with smaller weight dtypes")
 

@@ -171,3 +171,27 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
         if args.qk_norm:
             shapes.update({p + "attention.q_norm.weight": (hd,), p + "attention.k_norm.weight": (hd,)})
     return shapes
+
+
+def check_state_dict(state_dict: dict[str, torch.Tensor], args: Any) -> None:
+    """Refuse a checkpoint whose tensors are not exactly the ones this model reads, naming them: a missing weight, a
+    weight of another shape, or a tensor the model would leave unused (e.g. an o_proj bias, an extra norm) would
+    otherwise give wrong output without an error. `args` as the checkpoint describes it (MLP unpadded)."""
+    want = meta_shapes(args)
+    if args.tie_word_embeddings:  # hf_to_meta names the one shared tensor both ways
+        want["output.weight"] = want["tok_embeddings.weight"]
+    missing = sorted(n for n in want if n not in state_dict)
+    unused = sorted(n for n in state_dict if n not in want)
+    wrong = sorted(f"{n} {tuple(state_dict[n].shape)} (expected {want[n]})" for n in want
+                   if n in state_dict and tuple(state_dict[n].shape) != tuple(want[n]))
+
+    def names(items: list[str]) -> str:
+        return ", ".join(items[:8]) + (f" and {len(items) - 8} more" if len(items) > 8 else "")
+
+    problems = ([f"missing {names(missing)}"] if missing else []) + ([f"unused {names(unused)}"] if unused else [])
+    problems += [f"wrong shape {names(wrong)}"] if wrong else []
+    if problems:
+        from tt_models.model_args import UnsupportedModelError
+
+        raise UnsupportedModelError("the checkpoint's tensors are not the ones this model reads (names in the TT "
+                                    "model's Meta layout): " + "; ".join(problems))

@@ -210,3 +210,32 @@ def test_prefix_cache_hit_equals_cold_prefill_with_block_float_cache(mesh_device
     hit = model.prefill_forward(p, t2, kv, [p.shape[1]], start_pos=[96])
     diff = (torch.log_softmax(cold[0, 0], -1) - torch.log_softmax(hit[0, 0], -1)).abs().max()
     assert diff < 1e-3, f"log-probs differ by {float(diff):.3g} between a cold prefill and a prefix-cache hit"
+
+
+@pytest.mark.parametrize("profile,pcc_min", [("reference", 0.999), ("performance", 0.99)])
+def test_sliding_window_prompt_prefilled_in_chunks(profile, pcc_min, mesh_device, tiny_root):
+    """A Mistral prompt longer than its window plus a chunk, prefilled in chunks: each chunk attends over the paged
+    cache within the window only (chunked SDPA's sliding_window_size), as HF does; then decode continues with it.
+    Without the window in chunked prefill the later chunks attend to everything and the logits leave HF's."""
+    path = make_tiny_model("mistral_window", tiny_root)  # window 48
+    hf = load_hf(path)
+    model = TT_CLASSES["MistralForCausalLM"].initialize_vllm_model(hf_config(path), mesh_device, BATCH, MAX_SEQ,
+                                                                   optimizations=profile)
+    a = model.model.args
+    assert a.sliding_window == 48
+    kv = model.allocate_kv_cache((NUM_BLOCKS, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+    model.max_prefill_chunk = 64  # 200 tokens: chunks 64 + 64 + 64 + 8, each past the window of the one before
+    p = prompts(1, 200, 201, seed=11)[0]
+    width = MAX_SEQ // BLOCK
+    table = torch.zeros(BATCH, width, dtype=torch.int32)
+    table[0] = torch.arange(width) + 1
+    logits = model.prefill_forward(torch.tensor([p], dtype=torch.int32), table[:1], kv, [len(p)])
+    ref = hf_last_logits(hf, p)
+    assert pcc(logits[0, 0], ref) >= pcc_min
+    ids = p + [int(ref.argmax())]
+    tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
+    tokens[0] = ids[-1]
+    pos = torch.full((BATCH,), -1, dtype=torch.int32)
+    pos[0] = len(ids) - 1
+    out = model.decode_forward(tokens, pos, table, kv, enable_trace=False)
+    assert pcc(out[0, 0], hf_last_logits(hf, ids)) >= pcc_min

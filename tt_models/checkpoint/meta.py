@@ -70,3 +70,15 @@ def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: in
     if "tok_embeddings.weight" not in out and "output.weight" in out:
         out["tok_embeddings.weight"] = out["output.weight"]
     return out
+
+
+def pad_mlp_weights(state_dict: dict[str, torch.Tensor], hidden_dim: int) -> dict[str, torch.Tensor]:
+    """The Meta state dict with every layer's MLP padded to hidden_dim units with zeros (w1/w3 rows, w2 columns):
+    the padded units contribute silu(0) * 0 = 0, so the output is unchanged (see tt_models.parallel.pad_mlp)."""
+    out = dict(state_dict)
+    for name, w in state_dict.items():
+        if name.endswith(("feed_forward.w1.weight", "feed_forward.w3.weight")) and w.shape[0] < hidden_dim:
+            out[name] = torch.nn.functional.pad(w, (0, 0, 0, hidden_dim - w.shape[0]))
+        elif name.endswith("feed_forward.w2.weight") and w.shape[1] < hidden_dim:
+            out[name] = torch.nn.functional.pad(w, (0, hidden_dim - w.shape[1]))
+    return out

@@ -124,7 +124,8 @@ class Attention:
         if chunk_start > 0:
             attn = ttnn.transformer.chunked_scaled_dot_product_attention(
                 q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
-                program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
+                program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"],
+                sliding_window_size=a.sliding_window)
         else:
             # Attend to K/V as the cache holds them (rounded to its dtype), as a prefix-cache hit's chunked SDPA and
             # every decode step do: otherwise greedy output would depend on whether the prefix was cached.

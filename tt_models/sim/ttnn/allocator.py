@@ -45,6 +45,13 @@ class ChipSpec:
     l1_alignment: int  # page alignment in L1
     allocator_alignment: int  # bytes per bank are rounded up to this
     trace_alignment: int = 8192  # the trace region is whole 8 KiB pages per DRAM bank
+    # First L1 byte a program's circular buffers may use (below it: firmware and mailboxes); the L1 banks the
+    # allocator manages run from here to the top of L1 (l1_unreserved_base + l1_bank_bytes = the core's L1 size).
+    l1_unreserved_base: int = 0
+
+    @property
+    def l1_size(self) -> int:
+        return self.l1_unreserved_base + self.l1_bank_bytes
 
     @property
     def l1_banks(self) -> int:
@@ -120,6 +127,12 @@ class ChipMemory:
 
     def view(self, buffer_type: BufferType) -> MemoryView:
         return MemoryView(self.spaces[buffer_type], self.banks(buffer_type))
+
+    def lowest_l1_buffer(self) -> int | None:
+        """Absolute address of the lowest L1 buffer (L1 is allocated top-down, in lockstep over the banks), which a
+        program's statically allocated circular buffers, growing up from l1_unreserved_base, must not reach."""
+        blocks = self.spaces[BufferType.L1].blocks
+        return self.chip.l1_unreserved_base + blocks[0][0] if blocks else None
 
 
 def page_bytes(dtype: DataType, layout: Layout, width: int) -> int:

@@ -193,8 +193,8 @@ def num_cores_to_corerangeset(target_num_cores: int, grid_size: CoreCoord, row_w
     as full rows/columns plus one partial one."""
     cols, rows = grid_size.x, grid_size.y
     if target_num_cores > cols * rows:
-        raise TTError("num_cores_to_corerangeset",
-                      f"target number of cores {target_num_cores} is greater than the grid's {cols * rows}")
+        raise TTError("num_cores_to_corerangeset", f"Target number of cores {target_num_cores} is greater than "
+                                                   f"total number of available cores {cols * rows}")
     ranges = []
     if row_wise:
         full, rest = divmod(target_num_cores, cols)

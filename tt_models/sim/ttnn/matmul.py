@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .allocator import TILE_BYTES
 from .compute import BF16_STREAM_ROWS, bf16_gemm_is_native, derived, f32, f32_cached, output, per_device, unary
 from .cores import CoreCoord, CoreRange, CoreRangeSet, num_cores_to_corerangeset
 from .errors import TTError, refuse_options
@@ -25,7 +26,7 @@ from .program_configs import (
 from .rules import rules
 from .tensor import Tensor
 from .trace import device_op
-from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout
+from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, round_up
 
 _WS, _HS, _BS = (TensorMemoryLayout.WIDTH_SHARDED, TensorMemoryLayout.HEIGHT_SHARDED,
                  TensorMemoryLayout.BLOCK_SHARDED)
@@ -72,7 +73,19 @@ DRAM_K_BLOCKS = R("{}: K ({}) must be divisible by in0_block_w ({})", "matmul/dr
 DRAM_B_WS = R("{}: Input B memory layout must be WIDTH_SHARDED, got: {}", "matmul/dram-sharded/b-interleaved",
               "matmul/dram-sharded/ok")
 DRAM_EVEN_K = R("in DRAM sharded Matmul we don't have support for un-even sharding currently. K: {}, per_core_K: {}.",
-                "matmul/dram-sharded/uneven-k", "matmul/dram-sharded/ok")
+                "matmul/dram-sharded/uneven-k", "matmul/dram-sharded/k80-on-27x3",
+                "matmul/dram-sharded/k152-on-26x6-bw5", "matmul/dram-sharded/k80-on-40x2")
+DRAM_DIVIDE = R("{}: shard_shape[1] / in0_tile.get_width() ({}) and in0_block_w ({}) must divide one another",
+                "matmul/dram-sharded/k28-on-4x7-bw2", "matmul/dram-sharded/k160-n864-bfp8-bw4",
+                "matmul/dram-sharded/k28-on-14x2-bw14")
+# A program's statically allocated circular buffers grow up from the L1 unreserved base; they must end within the
+# core's L1 and below the lowest L1 buffer (L1 buffers are allocated top-down), checked when the program is built.
+CB_BEYOND_L1 = R("Statically allocated dataflow buffers on core range [{}] grow to {} B which is beyond max L1 size "
+                 "of {} B", "matmul/dram-sharded/k128-n640-bf16-bw4", "matmul/dram-sharded/k256-n448-bf16-bw8",
+                 "matmul/dram-sharded/k128-n640-bf16-bw2", source="tt_metal/impl/program/program.cpp")
+CB_CLASH = R("Statically allocated dataflow buffers in program {} clash with L1 buffers on core range [{}]. L1 buffer "
+             "allocated at {} and static dataflow buffer region ends at {}", "matmul/dram-sharded/k160-n864-bfp8-bw5",
+             "matmul/dram-sharded/k160-n864-bfp8-bw1", source="tt_metal/impl/program/program.cpp")
 
 
 def _as_2d(w: torch.Tensor) -> torch.Tensor:
@@ -161,17 +174,56 @@ def _sharded_output(pc: Any, a: Tensor, b: Tensor, mc: MemoryConfig, mt: int, nt
 
 def _validate_dram_sharded(pc: Any, a: Tensor, b: Tensor, mc: MemoryConfig, mt: int, kt: int) -> None:
     name = _pc_name(pc)
+    # The output spec is computed first: it reads A's shard spec and needs K split evenly over it.
     DRAM_A_SHARDED.require(a.is_sharded())
-    DRAM_OUT_SHARDED.require(mc.is_sharded(), name)
     amc = a.memory_config()
+    per_core_k = amc.shard_spec.shape[1] // TILE_SIZE
+    DRAM_EVEN_K.require(kt % per_core_k == 0, kt, per_core_k)
+    DRAM_OUT_SHARDED.require(mc.is_sharded(), name)
     DRAM_A_ROW_MAJOR.require(amc.shard_spec.orientation == ShardOrientation.ROW_MAJOR, name,
                              f"ShardOrientation::{amc.shard_spec.orientation.name}")
     DRAM_ONE_TILE_ROW.require(mt == 1, name)
     DRAM_K_BLOCKS.require(kt % pc.in0_block_w == 0, name, kt, pc.in0_block_w)
+    w = pc.in0_block_w
+    DRAM_DIVIDE.require(per_core_k % w == 0 or w % per_core_k == 0, name, per_core_k, w)
     DRAM_B_WS.require(b.memory_config().memory_layout == _WS, name,
                       f"TensorMemoryLayout::{b.memory_config().memory_layout.name}")
-    per_core_k = amc.shard_spec.shape[1] // TILE_SIZE
-    DRAM_EVEN_K.require(kt % per_core_k == 0, kt, per_core_k)
+
+
+def dram_sharded_cb_bytes(pc: Any, a: Tensor, b: Tensor, out_dtype: DataType, fp32_acc: bool) -> int:
+    """The DRAM-sharded program's statically allocated circular buffers per core (measured on the real ttnn 0.81.1,
+    mock N150 and P150, to the byte): the input block (2 x in0_block_w tiles, 3 x when a block spans several input
+    shards), the weight stream (3 x in0_block_w x the weight's strip per bank), and the output block of a strip's
+    width rounded up to whole subblocks (8 tiles, 4 with fp32 accumulation), twice when the accumulation format (fp32
+    with fp32 accumulation, else bf16) differs from the output's. The sharded input and the output's storage shards
+    are the tensors' own L1."""
+    w = pc.in0_block_w
+    per_core_k = a.memory_config().shard_spec.shape[1] // TILE_SIZE
+    strip = b.memory_config().shard_spec.shape[1] // TILE_SIZE
+    out_w = round_up(strip, 4 if fp32_acc else 8)
+    interm = DataType.FLOAT32 if fp32_acc else DataType.BFLOAT16
+    cbs = (3 if w > per_core_k else 2) * w * TILE_BYTES[a.dtype] + 3 * w * strip * TILE_BYTES[b.dtype]
+    cbs += out_w * TILE_BYTES[out_dtype]
+    return cbs + (out_w * TILE_BYTES[interm] if interm != out_dtype else 0)
+
+
+def _check_circular_buffers(device: Any, cb_bytes: int, out: Tensor | None) -> None:
+    """The program's circular buffers against the core's L1 (before the output is placed) and against the lowest L1
+    buffer once it is (its storage shards are L1 buffers too)."""
+    mem = device.chip_memories()[0]
+    chip = mem.chip
+    end = chip.l1_unreserved_base + cb_bytes
+    gx, gy = chip.grid
+    cores = f"0-0 - {gx - 1}-{gy - 1}"
+    if out is None:
+        CB_BEYOND_L1.require(end <= chip.l1_size, cores, end, chip.l1_size)
+        return
+    lowest = mem.lowest_l1_buffer()
+    if lowest is not None and end > lowest:
+        if out._alloc is not None:  # the failed call leaves nothing allocated
+            out._alloc.free()
+            out._alloc = None
+        raise CB_CLASH.error(0, cores, lowest, end)
 
 
 def _validate_2d(pc: Any, mt: int, nt: int) -> None:
@@ -211,11 +263,13 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
     kt, nt = _tiles(a_shape[-1]), _tiles(b_shape[-1])
     mt = batch * _tiles(a_shape[-2])  # batch fused into M: every config the models use fuses it
     pc = program_config
+    cb_bytes = None
     if pc is not None:
         fp32_acc = bool(getattr(compute_kernel_config, "fp32_dest_acc_en", False))
         _check_common(pc, device, mt, kt, nt, fp32_acc)
         if isinstance(pc, MatmulMultiCoreReuseMultiCastDRAMShardedProgramConfig):
             _validate_dram_sharded(pc, a, b, mc, mt, kt)
+            cb_bytes = dram_sharded_cb_bytes(pc, a, b, out_dtype, fp32_acc)
         elif isinstance(pc, MatmulMultiCoreReuseMultiCastProgramConfig):
             _validate_2d(pc, mt, nt)
     if mc.is_sharded():
@@ -250,7 +304,12 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
             y = y.float() + bb.float()
         return act(y.float()) if act is not None else y
 
-    return output(a, per_device(compute, a, b, bias), out_dtype, Layout.TILE, mc)
+    if cb_bytes is not None:
+        _check_circular_buffers(device, cb_bytes, None)
+    out = output(a, per_device(compute, a, b, bias), out_dtype, Layout.TILE, mc)
+    if cb_bytes is not None:
+        _check_circular_buffers(device, cb_bytes, out)
+    return out
 
 
 @device_op(kernel_replay=True)
