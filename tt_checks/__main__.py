@@ -8,12 +8,14 @@ any call was rejected or any model code failed to run.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from tt_checks.report import Call, Rule, summary
 
@@ -44,20 +46,32 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "over all its chips, tiny families widened to 8 heads)")
     p.add_argument("--mesh-shape", help="open a multi-chip device's chips as this RxC mesh (e.g. 2x4 for a T3K: with "
                                          "--parallel tp, the two-way split of a 2-D mesh, as on a Galaxy)")
-    p.add_argument("--families", default="all", help="comma list of model families (tiny test families, smollm2)")
+    p.add_argument("--families", help="comma list of model families (tiny test families, smollm2); default all, or "
+                                       "none with --checkpoints")
     p.add_argument("--profiles", default="all", help="comma list of optimization profiles (default: every "
                                                         "profile meant for hardware)")
     p.add_argument("--max-seq-len", type=int, default=1024)
-    p.add_argument("--capacity", default="N150",
+    p.add_argument("--capacity",
                    help="devices on which to run the capacity cases (SmolLM2 and Llama-3.1-8B's config at batch 32; "
-                        "'none' to skip)")
+                        "'none' to skip); default N150, or none with --checkpoints")
     p.add_argument("--contexts", default="4096,32768", help="contexts of the capacity cases")
+    p.add_argument("--checkpoints", default="none",
+                   help="comma list of checkpoints of configs/checkpoints.yaml (hub ids or last parts), or 'all': "
+                        "each at its real widths (placed-only weights) on the devices tt_checks.matrix gives it, "
+                        "--layers layers for the op calls, every layer for the capacity row; a one-chip device it "
+                        "does not fit must refuse it at load")
+    p.add_argument("--layers", type=int, default=1, help="layers of a checkpoint's op-call scenario")
+    p.add_argument("--report", help="write the checkpoint rows (op-call outcomes and capacity) as JSON here")
     p.add_argument("--corpus", action="store_true",
                    help="also record the differential corpus (hand-written cases + every distinct model call) on "
                         "the first device into tests/fixtures/ttnn_corpus_0.81.1.json")
     p.add_argument("--device-worker", help=argparse.SUPPRESS)  # internal: run one device in this process
     p.add_argument("--out", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    matrix = args.checkpoints != "none"
+    args.families = args.families or ("none" if matrix else "all")
+    args.capacity = args.capacity or ("none" if matrix else "N150")
+    return args
 
 
 def _split(value: str, every: list[str]) -> list[str]:
@@ -98,6 +112,7 @@ def device_worker(args: argparse.Namespace) -> int:
                     if not c.accepted and c.scenario.startswith(out.name):
                         print(c.line(), flush=True)
                 print(f"{out.name}: " + ", ".join(f"{k} {v}" for k, v in out.phases.items()), flush=True)
+    matrix = run_checkpoints(args, rec, ttnn, mesh, device, outcomes) if args.checkpoints != "none" else []
     capacity = []
     if device in _split(args.capacity, list(ONE_CHIP_DEVICES)):
         from tt_checks.capacity import run_all
@@ -122,8 +137,48 @@ def device_worker(args: argparse.Namespace) -> int:
                    "rule": vars(c.rule) if c.rule else None} for c in rec.calls],
         "outcomes": outcomes,
         "capacity": capacity,
+        "matrix": matrix,
     }))
     return 0
+
+
+def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, device: str,
+                    outcomes: list) -> list[dict]:
+    """The checkpoint matrix on this device: each checkpoint x profile it is a target for runs the vLLM phases at
+    --layers layers and loads whole for the capacity row; a one-chip device that is no target must refuse it."""
+    from dataclasses import asdict
+
+    from tt_checks.capacity import checkpoint_capacity
+    from tt_checks.matrix import Target, targets
+    from tt_checks.scenarios import run_model
+    from tt_models.config.checkpoints import find_checkpoint, load_checkpoints
+
+    names = list(load_checkpoints()) if args.checkpoints == "all" else args.checkpoints.split(",")
+    here = Target(device, tuple(mesh.shape))
+    rows = []
+    for ckpt in (find_checkpoint(n.strip()) for n in names):
+        for profile in _split(args.profiles, hardware_profiles()):
+            wanted = here in targets(ckpt.hf_config(), profile)
+            if not wanted and mesh.get_num_devices() > 1:
+                continue  # meshes run what needs them; one chip also shows what it refuses
+            row: dict[str, Any] = {"checkpoint": ckpt.hub_id, "profile": profile, "target": here.name}
+            if wanted:
+                rec.scenario = f"{here.name}/{ckpt.short_name}/{profile}"
+                rec.reset_peak()
+                out = run_model(rec, mesh, ckpt.short_name, profile, None, args.max_seq_len,
+                                cfg=ckpt.hf_config(n_layers=args.layers), load_format="dummy")
+                outcomes.append({"scenario": out.name, "phases": out.phases, "peak": vars(rec.peak).copy()})
+                for c in rec.calls:
+                    if not c.accepted and c.scenario.startswith(out.name):
+                        print(c.line(), flush=True)
+                print(f"{out.name}: " + ", ".join(f"{k} {v}" for k, v in out.phases.items()), flush=True)
+                row["phases"] = out.phases
+            cap = checkpoint_capacity(rec, ttnn, mesh, ckpt, profile, here.name, wanted)
+            print(cap.line(), flush=True)
+            row["capacity"] = {**asdict(cap), "ok": cap.ok}
+            rows.append(row)
+            gc.collect()
+    return rows
 
 
 def main(argv: list[str]) -> int:
@@ -135,6 +190,7 @@ def main(argv: list[str]) -> int:
           "trace replays the very calls checked here.", flush=True)
     calls: list[Call] = []
     failed = []
+    matrix: list[dict] = []
     for i, device in enumerate(_split(args.devices, list(ONE_CHIP_DEVICES))):
         if i and args.corpus:
             argv = [a for a in argv if a != "--corpus"]  # one device records the corpus
@@ -150,6 +206,11 @@ def main(argv: list[str]) -> int:
                        c["expected"]) for c in data["calls"]]
         failed += [f"{device}: capacity case {c['case']} did not show what it expects (see above)"
                    for c in data["capacity"] if not c["ok"]]
+        matrix += data["matrix"]
+        failed += [f"{r['target']}: {r['checkpoint']}/{r['profile']}: "
+                   + ("a phase did not run" if any(v != "ok" for v in r.get("phases", {}).values())
+                      else "capacity row not as planned") for r in data["matrix"]
+                   if not r["capacity"]["ok"] or any(v != "ok" for v in r.get("phases", {}).values())]
         for o in data["outcomes"]:
             p = o["peak"]
             if p["dram_bank_size"]:
@@ -158,6 +219,9 @@ def main(argv: list[str]) -> int:
                       f"peak L1 {p['l1_per_bank'] / 2**10:.1f} KiB per core "
                       f"({100 * p['l1_per_bank'] / p['l1_bank_size']:.1f}% of {p['l1_bank_size'] // 1024} KiB)")
     print(summary(calls))
+    if args.report:
+        Path(args.report).write_text(json.dumps({"ttnn_version": "0.81.1", "rows": matrix}, indent=1) + "\n")
+        print(f"checkpoint matrix: {len(matrix)} rows -> {args.report}")
     for f in failed:
         print("FAILED " + f)
     return 0 if not failed and all(c.accepted or c.expected for c in calls) else 1

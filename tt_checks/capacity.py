@@ -223,3 +223,78 @@ def record(reports: list[CapacityReport], device: str) -> Path:
     out.write_text(json.dumps({"ttnn_version": "0.81.1", "device": device, "cases": rows}, indent=1) + "\n")
     print(f"capacity: {len(rows)} cases -> {out.relative_to(ROOT)}")
     return out
+
+
+@dataclass
+class CheckpointCapacity:
+    """One row of the checkpoint matrix's capacity table: the full checkpoint (every layer, placed-only weights) on
+    one target at batch 32, or the reason it does not load there."""
+
+    checkpoint: str
+    profile: str  # as asked; the model's overrides may run another (e.g. Llama-3: performance_bfp4)
+    target: str
+    expected: bool  # whether the planner (tt_checks.matrix) says it fits
+    loaded: bool = False
+    refusal: str = ""
+    weights_per_chip: int = 0
+    dram_per_chip: int = 0
+    kv_blocks: int = 0  # KV blocks of BLOCK tokens the device holds beside the weights
+    tokens_per_user: int = 0  # at BATCH users
+    phases: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return (self.loaded == self.expected and all(v == "ok" for v in self.phases.values())
+                and (self.loaded or self.refusal.startswith("the model does not fit")))
+
+    def line(self) -> str:
+        head = f"capacity {self.checkpoint}/{self.profile} on {self.target}"
+        if not self.loaded:
+            return f"{head}: refused at load{'' if self.ok else ' (UNEXPECTED)'}: {self.refusal}"
+        return (f"{head}: weights {self.weights_per_chip / GiB:.2f} of {self.dram_per_chip / GiB:.2f} GiB per chip, "
+                f"{self.kv_blocks} KV blocks of {BLOCK} ({self.tokens_per_user} tokens per user at {BATCH} users)"
+                + "".join(f", {k} {v}" for k, v in self.phases.items()) + ("" if self.ok else " (UNEXPECTED)"))
+
+
+def checkpoint_capacity(rec: Recorder, ttnn: Any, mesh: Any, ckpt: Any, profile: str, target: str,
+                        expected: bool, max_seq_len: int = 4096) -> CheckpointCapacity:
+    """Loads the whole checkpoint with placed-only weights (load_format "dummy") on `mesh`: its weights per chip and
+    the KV cache beside them, then a decode step of 32 users at every layer with a small cache (the activations'
+    L1 and DRAM at full depth), or the refusal at load."""
+    from generator_vllm import TT_CLASSES
+    from tt_models.model_args import UnsupportedModelError
+
+    rec.scenario = f"capacity {ckpt.short_name}/{profile} on {target}"
+    rep = CheckpointCapacity(ckpt.short_name, profile, target, expected)
+    cfg = ckpt.hf_config()
+    dram = ttnn.get_memory_view(mesh, ttnn.BufferType.DRAM)
+    before = dram.total_bytes_allocated_per_bank
+    rep.dram_per_chip = dram.total_bytes_per_bank * dram.num_banks
+    try:
+        m = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(
+            cfg, mesh, max_batch_size=BATCH, max_seq_len=max_seq_len, optimizations=profile, load_format="dummy")
+    except UnsupportedModelError as e:
+        rep.refusal = str(e)
+        return rep
+    except Rejected as e:
+        rep.refusal = e.call.rule.message if e.call.rule else str(e)
+        rec.calls[-1] = type(e.call)(**{**vars(e.call), "expected": not expected})
+        return rep
+    rep.loaded = True
+    dram = ttnn.get_memory_view(mesh, ttnn.BufferType.DRAM)
+    rep.weights_per_chip = (dram.total_bytes_allocated_per_bank - before) * dram.num_banks
+    cap = m.kv_cache_capacity(BLOCK)
+    rep.kv_blocks, rep.tokens_per_user = cap.blocks, cap.blocks * BLOCK // BATCH
+    a = m.model.args
+    try:
+        blocks = min(cap.blocks, BATCH + 1)
+        kv = m.allocate_kv_cache((blocks, m.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+        tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
+        pos = torch.full((BATCH,), BLOCK - 1, dtype=torch.int32)
+        table = (torch.arange(BATCH, dtype=torch.int32) % (blocks - 1) + 1)[:, None]
+        m.decode_forward(tokens, pos, table, kv, enable_trace=False)
+        rep.phases["decode of 32 users, every layer"] = "ok"
+    except Rejected:
+        rep.phases["decode of 32 users, every layer"] = "rejected"
+    m.release()
+    return rep

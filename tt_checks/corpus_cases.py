@@ -562,13 +562,13 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     from tt_checks import (
         cases_data_movement,
         cases_distributed_norm,
-        cases_dram_matmul,
         cases_eltwise,
         cases_misc,
         cases_options,
         cases_penalties,
         cases_sampling,
         cases_sdpa_prefill,
+        cases_widths,
     )
 
     yield from cases_eltwise.cases()
@@ -579,4 +579,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_sampling.cases()
     yield from cases_penalties.cases()
     yield from cases_distributed_norm.cases()
-    yield from cases_dram_matmul.cases()
+    yield from cases_widths.cases()

@@ -63,10 +63,12 @@ def families() -> list[str]:
     return [*FAMILIES, "smollm2"]
 
 
-def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path, max_seq_len: int,
-              data_parallel: int = 1) -> Outcome:
+def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path | None, max_seq_len: int,
+              data_parallel: int = 1, cfg: Any = None, load_format: str = "auto") -> Outcome:
     """The vLLM contract's phases on `mesh`; data_parallel > 1 runs that many replicas on its submeshes, BATCH users
-    each (the cached prefill lands in the last replica's last slot)."""
+    each (the cached prefill lands in the last replica's last slot). `cfg` (an HF config) instead of a model
+    directory, with load_format "dummy": a checkpoint of the matrix at its real widths, weights placed without
+    values (the op calls are the same)."""
     from transformers import AutoConfig
 
     from generator_vllm import TT_CLASSES
@@ -75,7 +77,7 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
     name = rec.scenario
     phases: dict[str, str] = {}
     state: dict[str, Any] = {}
-    cfg = AutoConfig.from_pretrained(model_dir)
+    cfg = cfg if cfg is not None else AutoConfig.from_pretrained(model_dir)
     cls = TT_CLASSES[cfg.architectures[0]]
     users = BATCH * data_parallel
     width = -(-max_seq_len // BLOCK)
@@ -83,7 +85,8 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
 
     def init() -> None:
         state["m"] = cls.initialize_vllm_model(cfg, mesh, max_batch_size=users, max_seq_len=max_seq_len,
-                                               optimizations=profile, tt_data_parallel=data_parallel)
+                                               optimizations=profile, tt_data_parallel=data_parallel,
+                                               load_format=load_format)
 
     def kv() -> None:
         a = state["m"].model.args

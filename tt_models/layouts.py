@@ -238,6 +238,14 @@ class DecodeLayouts:
     sdpa: Any
 
 
+def whole_row_norm_cb_bytes(width: int, in_tile_bytes: int, fp32_acc: bool) -> int:
+    """L1 per core the interleaved rms_norm's circular buffers take with a row-major gamma: whole rows of the input,
+    of the accumulation (fp32: twice a bf16 row) and of gamma, plus fixed buffers (at most 64 tiles; measured on the
+    real ttnn 0.81.1: 48 for a bf16 input with fp32 accumulation)."""
+    per_tile = in_tile_bytes / 2048 + (2 if fp32_acc else 1) + 1
+    return int((per_tile * _tiles(width) + 64) * 2048)
+
+
 @dataclass(frozen=True)
 class ModelLayouts:
     decode: DecodeLayouts
@@ -246,6 +254,10 @@ class ModelLayouts:
     sdpa_prefill: Any
     grid: tuple[int, int]
     cb_budget: int  # L1 bytes per core a prefill matmul's circular buffers may take
+    # Prefill's interleaved rms_norm over the whole width takes gamma as a TILE row (streamed in blocks) where the
+    # whole-row program's buffers would not fit L1 (one chip of a 5120-wide model with fp32 accumulation); else the
+    # row-major sticks tt_transformers uses.
+    prefill_norm_tile_gamma: bool = False
 
     def prefill_matmul(self, m: int, k: int, n: int, x: Any, w: Any, out_dtype: Any,
                        kernel: Any) -> PrefillMatmul:
@@ -353,8 +365,11 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         "w2": dram_sharded_weight(ttnn, args.hidden_dim, dim, banks),
         **{f"lm_head{i}": dram_sharded_weight(ttnn, dim, n, banks) for i, n in enumerate(splits)},
     }
+    norm_in = max(tile_bytes(p.residual) for p in precisions) if precisions else 2048
+    norm_acc = any(bool(p.kernels["NORM"].fp32_dest_acc_en) for p in precisions) if precisions else True
     return ModelLayouts(decode=decode, weights=weights, lm_head_splits=splits, sdpa_prefill=None, grid=grid,
-                        cb_budget=budget)
+                        cb_budget=budget,
+                        prefill_norm_tile_gamma=whole_row_norm_cb_bytes(args.dim, norm_in, norm_acc) > budget)
 
 
 def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int]) -> Any:

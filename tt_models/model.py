@@ -52,7 +52,7 @@ class Transformer:
         self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan)
                        for i in range(args.n_layers)]
-        self.norm = ResidualNorm(weights, "norm.weight", args.norm_eps, fixed_kernel("NORM"), self.plan)
+        self.norm = ResidualNorm(weights, "norm.weight", args.norm_eps, fixed_kernel("NORM"), self.plan, self.layouts)
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings
         bounds, start = [], 0
         for n in self.layouts.lm_head_splits:

@@ -102,6 +102,12 @@ class WeightStore:
         return self._as_tensor(name, lambda: self.sd[name].reshape(1, 1, -1, 32), ttnn.bfloat16,
                                ttnn.ROW_MAJOR_LAYOUT, shard=shard)
 
+    def norm_row(self, name: str) -> Any:
+        """RMSNorm weight as one TILE row [1, 1, 1, dim] (padded to a tile's 32 rows on the device): the layout with
+        which rms_norm streams a wide row in blocks instead of holding it whole in L1."""
+        return self._as_tensor(name + ".row", lambda: self.sd[name].reshape(1, 1, 1, -1), ttnn.bfloat16,
+                               ttnn.TILE_LAYOUT)
+
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         """The table [1, 1, vocab, dim] in row-major rows; `shard` (on dim 3): each chip its residual columns."""
         return self._as_tensor(name, lambda: self.sd[name][None, None], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT,
@@ -142,6 +148,9 @@ class ShapeOnlyWeights(WeightStore):
     def norm(self, name: str, shard: Shard | None = None) -> Any:
         n = shard.parts(2) if shard is not None else 1
         return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+
+    def norm_row(self, name: str) -> Any:
+        return self._empty((1, 1, 1, self.shapes[name][0]), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         vocab, dim = self.shapes[name]

@@ -27,8 +27,8 @@ class DecoderLayer:
         plan = plan or single_device_plan(args)
         self.residual, self.layouts = prec.residual, layouts
         kernel = prec.kernels["NORM"]
-        self.attention_norm = ResidualNorm(weights, p + "attention_norm.weight", args.norm_eps, kernel, plan)
-        self.ffn_norm = ResidualNorm(weights, p + "ffn_norm.weight", args.norm_eps, kernel, plan)
+        self.attention_norm = ResidualNorm(weights, p + "attention_norm.weight", args.norm_eps, kernel, plan, layouts)
+        self.ffn_norm = ResidualNorm(weights, p + "ffn_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.attention = Attention(args, weights, layer, prec, layouts, plan)
         self.mlp = MLP(weights, layer, prec, layouts, plan)
 

@@ -21,16 +21,21 @@ from typing import Any
 
 from tt_models.backend import ttnn
 from tt_models.layers.collectives import gather_columns
-from tt_models.layouts import DecodeLayouts
+from tt_models.layouts import DecodeLayouts, ModelLayouts
 from tt_models.parallel import TPPlan, residual_columns
 from tt_models.weights import WeightStore
 
 
 class ResidualNorm:
-    def __init__(self, weights: WeightStore, name: str, eps: float, kernel: Any, plan: TPPlan) -> None:
+    def __init__(self, weights: WeightStore, name: str, eps: float, kernel: Any, plan: TPPlan,
+                 layouts: ModelLayouts) -> None:
         self.eps, self.kernel, self.plan = eps, kernel, plan
         # Whole (replicated on a mesh), where a mode runs the ordinary rms_norm (every mode but the 2-D ones).
         self.weight = None if plan.two_d else weights.norm(name)
+        # Prefill's ordinary rms_norm of a row too wide for the whole-row program: gamma as a TILE row.
+        self.prefill_weight = self.weight
+        if self.weight is not None and layouts.prefill_norm_tile_gamma and not plan.distributed_norm("prefill"):
+            self.prefill_weight = weights.norm_row(name)
         # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
         self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2))
                                if plan.distributed_norm("prefill") else None)
@@ -38,11 +43,11 @@ class ResidualNorm:
     def prefill(self, x: Any) -> Any:
         """x [1, 1, S, dim / N] in DRAM -> the normed [1, 1, S, dim] in DRAM."""
         if self.plan.devices == 1:
-            return ttnn.rms_norm(x, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
+            return ttnn.rms_norm(x, epsilon=self.eps, weight=self.prefill_weight, compute_kernel_config=self.kernel)
         if self.plan.distributed_norm("prefill"):
             return self._distributed(x, ttnn.DRAM_MEMORY_CONFIG)
         whole = gather_columns(x, self.plan, ttnn.DRAM_MEMORY_CONFIG)
-        out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, compute_kernel_config=self.kernel)
+        out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.prefill_weight, compute_kernel_config=self.kernel)
         ttnn.deallocate(whole)
         return out
 

@@ -132,6 +132,11 @@ BLOCK_H_SHARD = R("Block height * tile_height must match shard shape[0], got {} 
                   "rms-norm/sharded-two-rows-block-h-1", "rms-norm/sharded-two-rows-64-rows")
 BLOCK_W_SHARD = R("Block width * tile_width must match shard shape[1], got {} vs {}",
                   "rms-norm/sharded-9-tiles-on-3-cores", "rms-norm/sharded-ok")
+# The interleaved program with a row-major gamma holds whole rows per core in its circular buffers; a TILE gamma (or
+# none) streams the row in blocks and fits any width (measured on the real ttnn 0.81.1, mock N150, up to 131,072).
+CB_WHOLE_ROW = R("Statically allocated dataflow buffers on core range [{}] grow to {} B which is beyond max L1 size "
+                 "of {} B", "rms-norm/whole-row-5120-fp32-acc", "rms-norm/whole-row-8192-bf16-acc",
+                 "rms-norm/whole-row-5120-tile-gamma", source="tt_metal/impl/program/program.cpp")
 COL_MAJOR_WIDTH = R("Start core must be within grid size", "rms-norm/sharded-col-major-no-config",
                     "rms-norm/sharded-col-major",
                     "rms-norm/block-sharded-col-major-no-config", source="tt_metal/common/work_split.cpp")
@@ -260,6 +265,42 @@ def _validate(x: Tensor, weight: Tensor | None, bias: Tensor | None, residual: T
         WELFORD.require(not program_config.use_welford)
 
 
+# (input dtype, fp32 accumulation, residual input) -> (tiles per input width tile, constant tiles) of 2 KiB the
+# whole-row program's circular buffers take per core, measured on the real ttnn 0.81.1 (mock N150) at widths 4096 to
+# 131072: the input row, the accumulation row (fp32: twice), the gamma row, and fixed buffers.
+_WHOLE_ROW_CB = {
+    (DataType.BFLOAT16, True, False): (4, 48), (DataType.BFLOAT16, False, False): (3, 46),
+    (DataType.FLOAT32, True, False): (5, 56), (DataType.FLOAT32, False, False): (4, 62),
+    (DataType.BFLOAT8_B, True, False): (3.53125, 44.25), (DataType.BFLOAT8_B, False, False): (2.53125, 38.5),
+    (DataType.BFLOAT16, True, True): (5, 64), (DataType.BFLOAT16, False, True): (3, 78),
+}
+
+
+def whole_row_cb_bytes(x: Tensor, fp32_acc: bool, residual: bool) -> int | None:
+    """Circular-buffer bytes per core of the interleaved rms_norm with a row-major gamma; None for an input dtype /
+    option combination not measured."""
+    coeffs = _WHOLE_ROW_CB.get((x.dtype, fp32_acc, residual))
+    if coeffs is None:
+        return None
+    wt = x.padded_shape[-1] // TILE_SIZE
+    return int((coeffs[0] * wt + coeffs[1]) * 2048)
+
+
+def _check_whole_row(x: Tensor, weight: Tensor | None, residual: Tensor | None, kernel: Any) -> None:
+    if x.is_sharded() or weight is None or weight.layout != Layout.ROW_MAJOR:
+        return
+    cb = whole_row_cb_bytes(x, bool(getattr(kernel, "fp32_dest_acc_en", False)), residual is not None)
+    chip = x.device_or_none.chip_memories()[0].chip
+    if cb is None or chip.l1_unreserved_base + cb <= chip.l1_size:
+        return
+    rows = x.padded_shape[-2] // TILE_SIZE
+    for d in x.padded_shape[:-2]:
+        rows *= d
+    cores = min(rows, chip.grid[0] * chip.grid[1])
+    last = (min(cores, chip.grid[0]) - 1, (cores - 1) // chip.grid[0])
+    raise CB_WHOLE_ROW.error(f"0-0 - {last[0]}-{last[1]}", chip.l1_unreserved_base + cb, chip.l1_size)
+
+
 def _output_mc(x: Tensor, memory_config: MemoryConfig | None) -> MemoryConfig:
     mc = memory_config or x.memory_config()
     if x.is_sharded() and mc.is_sharded() and mc.shard_spec is None:  # the input's shards, as requested
@@ -281,6 +322,7 @@ def rms_norm(
 ) -> Tensor:
     out_mc = _output_mc(input_tensor, memory_config)
     _validate(input_tensor, weight, bias, residual_input_tensor, out_mc, program_config)
+    _check_whole_row(input_tensor, weight, residual_input_tensor, compute_kernel_config)
     dim = input_tensor.shape[-1]
     tile_w, tile_b = (t is not None and t.layout == Layout.TILE for t in (weight, bias))
 

@@ -1,6 +1,6 @@
-"""Hand-written corpus cases: DRAM-sharded decode matmuls at the widths real checkpoints have (issue 18): how the
+"""Hand-written corpus cases at the widths real checkpoints have (issue 18): DRAM-sharded decode matmuls (how the
 input's cores, in0_block_w, per_core_N and the weight's per-bank strip must relate, and where the program's circular
-buffers stop fitting L1."""
+buffers stop fitting L1) and the interleaved rms_norm of a wide row (a row-major gamma holds whole rows in L1)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ def dram_mm(kt: int, cores: int, nt: int, in0: int, per_core_n: int, shard: int 
 
 
 def cases() -> Iterator[tuple[str, dict]]:
+    yield from dram_matmul()
+    yield from wide_norm()
+
+
+def dram_matmul() -> Iterator[tuple[str, dict]]:
     p = "matmul/dram-sharded/"
     # The input's cores must split K evenly: Qwen2.5-0.5B's MLP hidden (152 tiles), SmolLM2-360M's (80).
     yield p + "k152-on-38x4", dram_mm(152, 38, 28, 4, 1)
@@ -63,3 +68,31 @@ def cases() -> Iterator[tuple[str, dict]]:
     for bw in (8, 4, 2, 1):
         yield p + f"k256-n448-bf16-bw{bw}", dram_mm(256, 32, 448, bw, 14, w_dtype="BFLOAT16")
         yield p + f"k128-n1024-bfp4-bw{bw}", dram_mm(128, 32, 1024, bw, 32, w_dtype="BFLOAT4_B")
+
+
+def wide_norm() -> Iterator[tuple[str, dict]]:
+    def kc(fp32_acc: bool) -> dict:
+        return obj("WormholeComputeKernelConfig", math_fidelity=enum("MathFidelity.HiFi2"), math_approx_mode=False,
+                   fp32_dest_acc_en=fp32_acc, packer_l1_acc=True)
+
+    def rn(width: int, fp32_acc: bool, gamma: str = "ROW_MAJOR", dtype: str = "BFLOAT16", rows: int = 128,
+           **kw) -> dict:
+        w = T([1, 1, width // TILE, TILE], layout="ROW_MAJOR") if gamma == "ROW_MAJOR" else T([1, 1, 1, width])
+        return call("rms_norm", T([1, 1, rows, width], dtype), epsilon=1e-5, weight=w,
+                    compute_kernel_config=kc(fp32_acc), **kw)
+
+    p = "rms-norm/whole-row-"
+    yield p + "4096-fp32-acc", rn(4096, True)
+    yield p + "5120-fp32-acc", rn(5120, True)
+    yield p + "5120-bf16-acc", rn(5120, False)
+    yield p + "6144-bf16-acc", rn(6144, False)
+    yield p + "8192-bf16-acc", rn(8192, False)
+    yield p + "5120-tile-gamma", rn(5120, True, gamma="TILE")
+    yield p + "16384-tile-gamma", rn(16384, True, gamma="TILE", rows=32)
+    yield p + "5120-fp32-in", rn(5120, True, dtype="FLOAT32")
+    yield p + "4096-fp32-in-bf16-acc", rn(4096, False, dtype="FLOAT32")
+    yield p + "5120-bfp8-in", rn(5120, True, dtype="BFLOAT8_B")
+    yield p + "6144-bfp8-in-bf16-acc", rn(6144, False, dtype="BFLOAT8_B", rows=32)
+    yield p + "4096-residual", rn(4096, True, residual_input_tensor=T([1, 1, 128, 4096]))
+    yield p + "6144-residual-bf16-acc", rn(6144, False, residual_input_tensor=T([1, 1, 128, 6144]))
+    yield p + "8192-2048-rows", rn(8192, True, rows=2048)

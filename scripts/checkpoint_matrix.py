@@ -1,0 +1,77 @@
+"""The checkpoint matrix on the simulator, every entry: each real checkpoint of configs/checkpoints.yaml x hardware
+profile x target (tt_checks.matrix: the one-chip devices it fits, else the mesh it needs) built with its real widths
+and random weights, prefilled (whole and chunked) and decoded traced at 32 users against HF. Prints a line per cell
+and writes a JSON report; exits non-zero if any cell falls below its PCC threshold or fails to run.
+
+    .venv/bin/python scripts/checkpoint_matrix.py --report benchmarks/data/checkpoint_matrix_sim.json
+    .venv/bin/python scripts/checkpoint_matrix.py --checkpoints Qwen2.5-7B-Instruct --profiles performance
+
+CI runs a slice (tests/models/test_checkpoint_matrix.py); the real-ttnn side of the matrix is
+`scripts/check_real_ttnn.sh --checkpoints all` (op calls and capacity, docs/checkpoint-matrix.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TT_BACKEND", "sim")
+
+
+def layers_for(ckpt) -> int:
+    """Two layers (the residual handed from layer to layer) where a layer is small; one for the widest models."""
+    return 2 if ckpt.config["hidden_size"] <= 4096 else 1
+
+
+def main(argv: list[str]) -> int:
+    from tests.models.checkpoint_matrix import clear, run
+    from tt_checks.matrix import targets
+    from tt_models.config.checkpoints import find_checkpoint, load_checkpoints
+    from tt_models.config.optimizations import hardware_profiles
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoints", default="all", help="comma list (hub ids or last parts) or all")
+    p.add_argument("--profiles", default="all", help="comma list of hardware profiles or all")
+    p.add_argument("--targets", help="only these targets (e.g. N150,T3K 2x4)")
+    p.add_argument("--report", help="JSON report path")
+    a = p.parse_args(argv)
+    names = list(load_checkpoints()) if a.checkpoints == "all" else a.checkpoints.split(",")
+    profiles = hardware_profiles() if a.profiles == "all" else a.profiles.split(",")
+    only = set(a.targets.split(",")) if a.targets else None
+    rows, failed = [], 0
+    for name in names:
+        ckpt = find_checkpoint(name.strip())
+        root = Path(tempfile.mkdtemp(prefix="tt_matrix_"))
+        os.environ["TT_VLLM_CACHE"] = str(root / "tt_cache")
+        try:
+            for profile in profiles:
+                for target in targets(ckpt.hf_config(), profile):
+                    if only and target.name not in only:
+                        continue
+                    try:
+                        r = run(ckpt, profile, target, root, layers_for(ckpt))
+                    except Exception as e:  # reported as a failed cell, the matrix goes on
+                        r = {"checkpoint": ckpt.hub_id, "profile": profile, "target": target.name, "pass": False,
+                             "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-3000:]}
+                    rows.append(r)
+                    failed += not r["pass"]
+                    shown = (f"min PCC {r['min_pcc']:.4f} (>= {r['threshold']}), {r['seconds']} s" if "min_pcc" in r
+                             else r["error"][:400])
+                    print(f"{'ok  ' if r['pass'] else 'FAIL'} {ckpt.short_name}/{profile} on {target.name}: {shown}",
+                          flush=True)
+                    if a.report:
+                        Path(a.report).write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+        finally:
+            clear(root)
+    print(f"checkpoint matrix (simulator): {len(rows)} cells, {len(rows) - failed} pass, {failed} fail")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

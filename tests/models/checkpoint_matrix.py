@@ -1,0 +1,154 @@
+"""The checkpoint matrix on the simulator: a real checkpoint's widths, heads, KV heads, head_dim, tie, RoPE, bias and
+window (configs/checkpoints.yaml) with `layers` layers of random weights and a small vocabulary, loaded through the
+real loading code on each target of tt_checks.matrix (one chip, or the tensor-parallel mesh the model needs) and
+compared with HF on the same (bf16-rounded) weights: prefill at several lengths (one prompt whole, one in chunks),
+then traced decode of 32 users with two of them active. Used by tests/models/test_checkpoint_matrix.py (a slice) and
+scripts/checkpoint_matrix.py (every entry, JSON report)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from tests.conftest import pcc
+from tests.models.tiny import LOGIT_SCALE
+
+VOCAB = 2048
+BATCH, BLOCK = 32, 32
+SHORT, LONG, CHUNK = 45, 300, 128  # the long prompt runs as chunks 128 + 128 + 44 over the paged cache
+DECODE_STEPS = 3
+SLOTS = (5, 30)  # the active decode users; every other slot empty (position -1)
+# PCC against HF the hardware profiles promise (tests/models/test_families.py's thresholds); bfloat4_b MLP weights
+# (performance_bfp4, which Llama-3 checkpoints run for `performance`, as TT validates them) are held to less:
+# measured 0.97 on one random layer of Llama-3.1-8B's widths, 0.992 on Qwen2.5-0.5B's.
+PCC_MIN = {"accuracy": 0.99, "bf16": 0.99, "performance": 0.99, "performance_bfp4": 0.96}
+
+
+def make_checkpoint(ckpt: Any, root: Path, layers: int, vocab: int = VOCAB, seed: int = 0) -> Path:
+    """A random HF checkpoint with the checkpoint's config (fewer layers, smaller vocabulary), saved as bf16
+    safetensors: weights bf16-exact, so both sides compute with the same values."""
+    out = root / f"{ckpt.short_name}-L{layers}-V{vocab}"
+    if (out / "config.json").exists():
+        return out
+    torch.manual_seed(seed)
+    cfg = ckpt.hf_config(n_layers=layers, vocab_size=vocab)
+    cfg.torch_dtype = "bfloat16"
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and "norm" in name:  # away from 1.0 so a missing norm shows
+                p.copy_(1.0 + 0.2 * torch.randn_like(p, dtype=torch.float32))
+            elif p.dim() == 1:  # biases
+                p.copy_(0.5 * torch.randn_like(p, dtype=torch.float32))
+            else:  # fan-in scaled, so activations keep their size through the real widths
+                p.copy_(torch.randn_like(p, dtype=torch.float32) / p.shape[1] ** 0.5)
+        # Peaked logits (as a trained LM's), so that greedy choices and PCC mean something.
+        model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
+    model.save_pretrained(out, safe_serialization=True)
+    del model
+    gc.collect()
+    return out
+
+
+def load_hf(path: Path) -> torch.nn.Module:
+    """The reference in fp32 (faster than bf16 on CPUs without bf16 GEMM; the weights are bf16-exact)."""
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+
+
+def open_target(target: Any) -> Any:
+    """A simulated mesh of the target's chips (Blackhole for P150), with the fabric the collectives need."""
+    from tt_checks.matrix import ARCH
+    from tt_models.config import load_device_profile
+    from tt_models.sim import ttnn
+
+    os.environ["TT_SIM_CHIP"] = ARCH[target.device]
+    rows, cols = target.mesh_shape
+    if rows * cols > 1:
+        ttnn.set_fabric_config(ttnn.FabricConfig.FABRIC_1D)
+    return ttnn.open_mesh_device(ttnn.MeshShape(rows, cols),
+                                 trace_region_size=load_device_profile(target.device).trace_region_size)
+
+
+def close_target(mesh: Any) -> None:
+    from tt_models.sim import ttnn
+
+    n = mesh.get_num_devices()
+    ttnn.close_mesh_device(mesh)
+    if n > 1:
+        ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
+    os.environ.pop("TT_SIM_CHIP", None)
+
+
+@torch.no_grad()
+def _hf_last(hf: torch.nn.Module, ids: list[int]) -> torch.Tensor:
+    return hf(torch.tensor([ids])).logits[0, -1].float()
+
+
+def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> dict:
+    """One matrix cell on the simulator: {"pcc": {check: value}, "min_pcc", "pass", "seconds", ...}."""
+    from generator_vllm import TT_CLASSES
+
+    t0 = time.time()
+    path = make_checkpoint(ckpt, root, layers)
+    hf = load_hf(path)
+    cfg = ckpt.hf_config(n_layers=layers, vocab_size=VOCAB)
+    cfg._name_or_path = str(path)
+    mesh = open_target(target)
+    result: dict[str, Any] = {"checkpoint": ckpt.hub_id, "profile": profile, "target": target.name,
+                              "layers": layers, "vocab": VOCAB, "pcc": {}}
+    try:
+        gen = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(
+            cfg, mesh, max_batch_size=BATCH, max_seq_len=512, optimizations=profile, model_path=path)
+        gen.max_prefill_chunk = CHUNK
+        a = gen.model.args
+        width = 512 // BLOCK
+        kv = gen.allocate_kv_cache((2 * width + 1, gen.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16,
+                                   a.n_layers)
+        g = torch.Generator().manual_seed(1)
+        prompts = [torch.randint(0, VOCAB, (n,), generator=g).tolist() for n in (SHORT, LONG)]
+        table = torch.zeros(BATCH, width, dtype=torch.int32)
+        for i, s in enumerate(SLOTS):
+            table[s] = torch.arange(width) + 1 + i * width
+        ids = []
+        for s, p in zip(SLOTS, prompts, strict=True):
+            logits = gen.prefill_forward(torch.tensor([p], dtype=torch.int32), table[s : s + 1], kv, [len(p)])
+            ref = _hf_last(hf, p)
+            result["pcc"][f"prefill {len(p)}" + (" (chunked)" if len(p) > CHUNK else "")] = pcc(logits[0, 0], ref)
+            ids.append(p + [int(ref.argmax())])
+        for step in range(DECODE_STEPS):
+            tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
+            pos = torch.full((BATCH,), -1, dtype=torch.int32)
+            for s, seq in zip(SLOTS, ids, strict=True):
+                tokens[s], pos[s] = seq[-1], len(seq) - 1
+            out = gen.decode_forward(tokens, pos, table, kv, enable_trace=True)
+            for i, (s, seq) in enumerate(zip(SLOTS, ids, strict=True)):
+                ref = _hf_last(hf, seq)
+                result["pcc"][f"decode step {step} user {i}"] = pcc(out[s, 0], ref)
+                seq.append(int(ref.argmax()))  # follow HF, so every step compares the same history
+        result["trace_captures"] = gen.trace_captures
+        gen.release()
+        del gen, kv
+    finally:
+        close_target(mesh)
+        del hf
+        gc.collect()
+    from tt_models.config import load_model_overrides
+
+    # The profile the model runs (its configs/models overrides, e.g. Llama-3's performance -> performance_bfp4).
+    result["runs_profile"] = load_model_overrides(ckpt.hub_id).profile_for(profile)
+    result["min_pcc"] = min(result["pcc"].values())
+    result["threshold"] = PCC_MIN[result["runs_profile"]]
+    result["pass"] = result["min_pcc"] >= result["threshold"] and result["trace_captures"] == 1
+    result["seconds"] = round(time.time() - t0, 1)
+    return result
+
+
+def clear(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)

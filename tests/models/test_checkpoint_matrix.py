@@ -1,0 +1,58 @@
+"""The checkpoint matrix on the simulator, a representative slice (the whole matrix: scripts/checkpoint_matrix.py):
+real checkpoints' widths, heads and options with random weights, against HF at each cell's stated PCC threshold
+(tests/models/checkpoint_matrix.py), prefill whole and chunked, traced decode at 32 users. The slice covers the widths
+that failed before configs were derived from the shapes (Qwen2.5-0.5B's 896 / 4864, SmolLM2-360M's 960 / 2560 and 15
+heads), QKV bias, tied and untied heads, q/k norm, and two-way tensor parallel on a 2x4 mesh with 7 heads and 7 tiles
+of residual per chip."""
+
+import pytest
+
+from tests.models.checkpoint_matrix import PCC_MIN, run
+from tt_checks.matrix import Target, targets
+from tt_models.config.checkpoints import find_checkpoint, load_checkpoints
+
+SLICE = [
+    ("Qwen2.5-0.5B-Instruct", "performance", Target("N150", (1, 1))),
+    ("Qwen2.5-0.5B-Instruct", "accuracy", Target("T3K", (2, 4))),
+    ("SmolLM2-360M-Instruct", "accuracy", Target("N150", (1, 1))),
+    ("SmolLM2-360M-Instruct", "performance_bfp4", Target("P150", (1, 1))),
+    ("Qwen3-0.6B", "bf16", Target("N150", (1, 1))),
+    ("Qwen2.5-1.5B-Instruct", "performance", Target("N300", (1, 2))),
+]
+
+
+@pytest.fixture
+def matrix_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path / "tt_cache"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("name,profile,target", SLICE, ids=lambda v: getattr(v, "name", v))
+def test_checkpoint_follows_hf(name, profile, target, matrix_root):
+    r = run(find_checkpoint(name), profile, target, matrix_root, layers=2)
+    assert r["trace_captures"] == 1
+    low = {k: round(v, 4) for k, v in r["pcc"].items() if v < PCC_MIN[r["runs_profile"]]}
+    assert not low, f"{name}/{profile} on {target.name}: PCC below {PCC_MIN[r['runs_profile']]}: {low}"
+    assert len(r["pcc"]) == 2 + 3 * 2  # both prefills, 3 decode steps x 2 users
+
+
+def test_every_checkpoint_has_a_target_for_its_best_profile():
+    """Every matrix entry runs somewhere the matrix checks it (a checkpoint nothing can hold would be a gap)."""
+    for ckpt in load_checkpoints().values():
+        assert targets(ckpt.hf_config(), "performance"), ckpt.hub_id
+
+
+def test_planner_agrees_with_the_model_at_load(mesh_device):
+    """tt_checks.matrix says a 70B checkpoint does not fit one N150 and fits a T3K; the model refuses it at load on
+    one chip with the numbers (before placing a weight), as the planner predicts."""
+    from generator_vllm import TT_CLASSES
+    from tt_models.model_args import UnsupportedModelError
+
+    cfg = find_checkpoint("Llama-3.3-70B-Instruct").hf_config()
+    planned = targets(cfg, "performance")
+    assert Target("N150", (1, 1)) not in planned and Target("T3K", (1, 8)) in planned
+    with pytest.raises(UnsupportedModelError, match=r"does not fit a \(1, 1\) mesh: its weights take [\d.]+ GiB per "
+                                                    r"chip on one chip, a chip has [\d.]+ GiB of DRAM free .* needs "
+                                                    r"about \d+ chips"):
+        TT_CLASSES["LlamaForCausalLM"].initialize_vllm_model(cfg, mesh_device, max_batch_size=32, max_seq_len=4096,
+                                                             optimizations="performance", load_format="dummy")
