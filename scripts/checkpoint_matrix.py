@@ -4,6 +4,7 @@ and random weights, prefilled (whole and chunked) and decoded traced at 32 users
 and writes a JSON report; exits non-zero if any cell falls below its PCC threshold or fails to run.
 
     .venv/bin/python scripts/checkpoint_matrix.py --report benchmarks/data/checkpoint_matrix_sim.json
+    .venv/bin/python scripts/checkpoint_matrix.py --report benchmarks/data/checkpoint_matrix_sim.json --resume
     .venv/bin/python scripts/checkpoint_matrix.py --checkpoints Qwen2.5-7B-Instruct --profiles performance
 
 CI runs a slice (tests/models/test_checkpoint_matrix.py); the real-ttnn side of the matrix is
@@ -29,6 +30,10 @@ def layers_for(ckpt) -> int:
     return 2 if ckpt.config["hidden_size"] <= 4096 else 1
 
 
+def key(row: dict) -> tuple[str, str, str]:
+    return row["checkpoint"], row["profile"], row["target"]
+
+
 def main(argv: list[str]) -> int:
     from tests.models.checkpoint_matrix import clear, run
     from tt_checks.matrix import targets
@@ -39,12 +44,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("--checkpoints", default="all", help="comma list (hub ids or last parts) or all")
     p.add_argument("--profiles", default="all", help="comma list of hardware profiles or all")
     p.add_argument("--targets", help="only these targets (e.g. N150,T3K 2x4)")
-    p.add_argument("--report", help="JSON report path")
+    p.add_argument("--report", help="JSON report path; rows of an existing report that this run does not redo are kept "
+                                    "(a slice at a time: e.g. one-chip targets, then the meshes)")
+    p.add_argument("--resume", action="store_true", help="skip the cells the report already holds as passed")
     a = p.parse_args(argv)
     names = list(load_checkpoints()) if a.checkpoints == "all" else a.checkpoints.split(",")
     profiles = hardware_profiles() if a.profiles == "all" else a.profiles.split(",")
     only = set(a.targets.split(",")) if a.targets else None
     rows, failed = [], 0
+    kept = {key(r): r for r in json.loads(Path(a.report).read_text())["rows"]} if a.report and Path(
+        a.report).exists() else {}
     for name in names:
         ckpt = find_checkpoint(name.strip())
         root = Path(tempfile.mkdtemp(prefix="tt_matrix_"))
@@ -53,6 +62,8 @@ def main(argv: list[str]) -> int:
             for profile in profiles:
                 for target in targets(ckpt.hf_config(), profile):
                     if only and target.name not in only:
+                        continue
+                    if a.resume and kept.get((ckpt.hub_id, profile, target.name), {}).get("pass"):
                         continue
                     try:
                         r = run(ckpt, profile, target, root, layers_for(ckpt))
@@ -66,7 +77,8 @@ def main(argv: list[str]) -> int:
                     print(f"{'ok  ' if r['pass'] else 'FAIL'} {ckpt.short_name}/{profile} on {target.name}: {shown}",
                           flush=True)
                     if a.report:
-                        Path(a.report).write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+                        kept[key(r)] = r
+                        Path(a.report).write_text(json.dumps({"rows": list(kept.values())}, indent=1) + "\n")
         finally:
             clear(root)
     print(f"checkpoint matrix (simulator): {len(rows)} cells, {len(rows) - failed} pass, {failed} fail")

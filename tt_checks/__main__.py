@@ -173,7 +173,12 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
                         print(c.line(), flush=True)
                 print(f"{out.name}: " + ", ".join(f"{k} {v}" for k, v in out.phases.items()), flush=True)
                 row["phases"] = out.phases
+                mine = [c for c in rec.calls if c.scenario.startswith(out.name)]
+                row["calls"] = {"accepted": sum(c.accepted for c in mine),
+                                "rejected": sum(not c.accepted for c in mine)}
+            first = len(rec.calls)
             cap = checkpoint_capacity(rec, ttnn, mesh, ckpt, profile, here.name, wanted)
+            row["capacity_calls"] = sum(c.accepted for c in rec.calls[first:])
             print(cap.line(), flush=True)
             row["capacity"] = {**asdict(cap), "ok": cap.ok}
             rows.append(row)

@@ -91,13 +91,43 @@ def _hf_last(hf: torch.nn.Module, ids: list[int]) -> torch.Tensor:
     return hf(torch.tensor([ids])).logits[0, -1].float()
 
 
+def _prompts() -> list[list[int]]:
+    g = torch.Generator().manual_seed(1)
+    return [torch.randint(0, VOCAB, (n,), generator=g).tolist() for n in (SHORT, LONG)]
+
+
+_HF_REFS: dict[Path, dict[str, Any]] = {}
+
+
+def hf_references(path: Path) -> dict[str, Any]:
+    """HF's last-position logits for each prefill and decode step of a cell. The decode follows HF's own greedy
+    tokens, so the references depend on the checkpoint alone: computed once and shared by its profiles and targets."""
+    if path not in _HF_REFS:
+        _HF_REFS.clear()  # one checkpoint at a time (scripts/checkpoint_matrix.py runs them in turn)
+        hf = load_hf(path)
+        prefill, decode, seqs = [], [], []
+        for p in _prompts():
+            prefill.append(_hf_last(hf, p))
+            seqs.append(p + [int(prefill[-1].argmax())])
+        for _ in range(DECODE_STEPS):
+            step = []
+            for seq in seqs:
+                step.append(_hf_last(hf, seq))
+                seq.append(int(step[-1].argmax()))  # follow HF, so every step compares the same history
+            decode.append(step)
+        del hf
+        gc.collect()
+        _HF_REFS[path] = {"prefill": prefill, "decode": decode, "tokens": seqs}
+    return _HF_REFS[path]
+
+
 def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> dict:
     """One matrix cell on the simulator: {"pcc": {check: value}, "min_pcc", "pass", "seconds", ...}."""
     from generator_vllm import TT_CLASSES
 
     t0 = time.time()
     path = make_checkpoint(ckpt, root, layers)
-    hf = load_hf(path)
+    refs = hf_references(path)
     cfg = ckpt.hf_config(n_layers=layers, vocab_size=VOCAB)
     cfg._name_or_path = str(path)
     mesh = open_target(target)
@@ -111,33 +141,27 @@ def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> di
         width = 512 // BLOCK
         kv = gen.allocate_kv_cache((2 * width + 1, gen.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16,
                                    a.n_layers)
-        g = torch.Generator().manual_seed(1)
-        prompts = [torch.randint(0, VOCAB, (n,), generator=g).tolist() for n in (SHORT, LONG)]
+        prompts = _prompts()
         table = torch.zeros(BATCH, width, dtype=torch.int32)
         for i, s in enumerate(SLOTS):
             table[s] = torch.arange(width) + 1 + i * width
-        ids = []
-        for s, p in zip(SLOTS, prompts, strict=True):
+        for s, p, ref in zip(SLOTS, prompts, refs["prefill"], strict=True):
             logits = gen.prefill_forward(torch.tensor([p], dtype=torch.int32), table[s : s + 1], kv, [len(p)])
-            ref = _hf_last(hf, p)
             result["pcc"][f"prefill {len(p)}" + (" (chunked)" if len(p) > CHUNK else "")] = pcc(logits[0, 0], ref)
-            ids.append(p + [int(ref.argmax())])
         for step in range(DECODE_STEPS):
             tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
             pos = torch.full((BATCH,), -1, dtype=torch.int32)
-            for s, seq in zip(SLOTS, ids, strict=True):
-                tokens[s], pos[s] = seq[-1], len(seq) - 1
+            for s, p, seq in zip(SLOTS, prompts, refs["tokens"], strict=True):
+                n = len(p) + step  # HF's tokens up to this step: the last one is fed
+                tokens[s], pos[s] = seq[n], n
             out = gen.decode_forward(tokens, pos, table, kv, enable_trace=True)
-            for i, (s, seq) in enumerate(zip(SLOTS, ids, strict=True)):
-                ref = _hf_last(hf, seq)
+            for i, (s, ref) in enumerate(zip(SLOTS, refs["decode"][step], strict=True)):
                 result["pcc"][f"decode step {step} user {i}"] = pcc(out[s, 0], ref)
-                seq.append(int(ref.argmax()))  # follow HF, so every step compares the same history
         result["trace_captures"] = gen.trace_captures
         gen.release()
         del gen, kv
     finally:
         close_target(mesh)
-        del hf
         gc.collect()
     from tt_models.config import load_model_overrides
 

@@ -13,13 +13,34 @@ def smollm2_dir():
 
 
 @pytest.fixture(scope="session")
-def llm(smollm2_dir):
-    """One engine for the tests that only need a working server-side: 4 sequences at a time, reference profile
-    (fp32, token-exact with HF)."""
+def smollm2_hf(smollm2_dir):
+    """HF's SmolLM2 on the same (bf16-rounded) weights, fp32."""
+    from tests.models.tiny import load_hf
+
+    return load_hf(smollm2_dir)
+
+
+# The profiles vLLM-level feature tests run on: the simulator-only fp32 `reference` (token-exact with HF), and the
+# default `performance` (bfloat8_b weights and KV cache, what a device runs), whose numbers are held to the accuracy
+# floors of tests/models/test_accuracy.py where a test compares with HF.
+PROFILES = ("reference", "performance")
+
+
+def tt_options(profile: str, **extra) -> dict:
+    """vLLM's additional_config for a TT engine on this profile."""
+    return {"tt": {"optimizations": profile, **extra}}
+
+
+@pytest.fixture(scope="session", params=PROFILES)
+def llm(smollm2_dir, request):
+    """One engine per profile for the tests that need a working server side: 4 sequences at a time. Every test
+    using it runs on both profiles; `llm.tt_profile` says which."""
     from vllm import LLM
 
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config={"tt": {"optimizations": "reference"}})
+    # performance is the default profile: that engine is started as a user starts one, with no TT options.
+    options = {} if request.param == "performance" else {"additional_config": tt_options(request.param)}
+    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
+    engine.tt_profile = request.param
     yield engine
     shutdown(engine)
 
@@ -30,3 +51,82 @@ def shutdown(engine) -> None:
 
     with contextlib.suppress(Exception):
         engine.llm_engine.engine_core.shutdown()
+
+
+def hf_agreement_ids(hf, prompt_ids: list[list[int]], generated: list[list[int]]) -> tuple[float, float, int]:
+    """Teacher forcing on an engine's own tokens: the share (%) of generated tokens that are HF's top-1, and that are
+    among HF's top-5, at each position of each sequence; and how many tokens were compared."""
+    import torch
+
+    top1 = top5 = n = 0
+    for prompt, toks in zip(prompt_ids, generated, strict=True):
+        ids = list(prompt) + list(toks)
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0]
+        for pos, tok in enumerate(toks):
+            ref = logits[len(prompt) + pos - 1].topk(5).indices
+            top1 += int(tok == ref[0])
+            top5 += int(tok in ref)
+            n += 1
+    return 100 * top1 / n, 100 * top5 / n, n
+
+
+def hf_agreement(hf, outs) -> tuple[float, float, int]:
+    """hf_agreement_ids of vLLM RequestOutputs."""
+    return hf_agreement_ids(hf, [o.prompt_token_ids for o in outs], [o.outputs[0].token_ids for o in outs])
+
+
+def check_against_hf(hf, prompt_ids: list[int], out_ids: list[int]) -> None:
+    """Every generated token must be HF's greedy pick; a difference is only excused at a near-tie, after which the
+    rest of that sequence cannot be compared (vLLM continued from its own token)."""
+    import torch
+
+    from tests.models.tiny import NEAR_TIE
+
+    ids = list(prompt_ids)
+    for step, tok in enumerate(out_ids):
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0, -1]
+        ref = int(logits.argmax())
+        if tok != ref:
+            top2 = torch.topk(logits, 2).values
+            gap = float(top2[0] - top2[1])
+            assert gap < NEAR_TIE * abs(float(top2[0])), f"step {step}: TT {tok} != HF {ref} (gap {gap:.4g})"
+            return
+        ids.append(tok)
+
+
+def bf16_ulp(x: float) -> float:
+    """The spacing of bfloat16 values around x (8 significant bits)."""
+    import math
+
+    return 2.0 ** (math.floor(math.log2(abs(x))) - 7) if x else 2.0**-133
+
+
+def assert_same_greedy(engine, hf, prompt_ids: list[list[int]], got: list[list[int]], want: list[list[int]],
+                       profile: str) -> None:
+    """Greedy tokens of two engine configurations (e.g. preempted vs not, chunked vs whole) on `profile`. Reference:
+    identical. Performance: identical, or each sequence identical up to a position where `engine` (the one `want`
+    came from) sees its top two logits at most two bf16 ulps apart (the device's logits are bf16; two ways of
+    computing the same step can round such a pair either way), the top logit's size taken from HF's at that prefix.
+    The rest of a sequence after such a tie is not compared (each engine continued from its own token)."""
+    import torch
+    from vllm import SamplingParams
+
+    if profile == "reference" or got == want:
+        assert got == want
+        return
+    for ids, a, b in zip(prompt_ids, got, want, strict=True):
+        k = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        if k is None:
+            assert len(a) == len(b)
+            continue
+        prefix = list(ids) + list(b[:k])
+        lp = engine.generate([{"prompt_token_ids": prefix}],
+                             SamplingParams(temperature=0, max_tokens=1, logprobs=2))[0].outputs[0].logprobs[0]
+        top = sorted(lp.values(), key=lambda v: v.rank)
+        with torch.no_grad():
+            top_logit = float(hf(torch.tensor([prefix])).logits[0, -1].max())
+        gap = top[0].logprob - top[1].logprob
+        assert gap <= 2 * bf16_ulp(top_logit), (f"position {k}: {a[k]} vs {b[k]}, top-2 gap {gap:.4g} > 2 bf16 ulps "
+                                                f"of the top logit {top_logit:.4g}")

@@ -9,7 +9,7 @@ from vllm import LLM, SamplingParams
 from vllm.engine.arg_utils import EngineArgs
 from vllm.sampling_params import StructuredOutputsParams
 
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import shutdown, tt_options
 from vllm_patches.tt_config import TTConfig
 
 PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List the planets:", "Explain gravity:",
@@ -46,13 +46,12 @@ def test_async_decode_flag_must_be_bool():
         TTConfig.from_additional_config({"tt": {"async_decode": "yes"}})
 
 
-def _engine(path, async_decode: bool, **kw):
+def _engine(path, async_decode: bool, profile: str = "reference", **kw):
     import os
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
     return LLM(model=path, max_num_seqs=4, max_model_len=256, block_size=64, seed=0, **kw,
-               additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "all",
-                                         "async_decode": async_decode}})
+               additional_config=tt_options(profile, sample_on_device_mode="all", async_decode=async_decode))
 
 
 @pytest.fixture(scope="module")
@@ -122,9 +121,24 @@ def _run(engine, arrivals: dict, abort_at: int | None = None) -> tuple[dict, dic
 SEEDED = dict(top_k=20, top_p=0.9, ignore_eos=True)
 
 
-def test_device_sampled_requests_arriving_finishing_aborted_equal_sync(async_llm, sync_llm):
+@pytest.fixture(scope="module")
+def performance_pair(smollm2_dir):
+    """The async and the synchronous engine on the performance profile (bfloat8_b weights and KV cache)."""
+    a, s = _engine(smollm2_dir, True, "performance"), _engine(smollm2_dir, False, "performance")
+    yield a, s
+    shutdown(a)
+    shutdown(s)
+
+
+@pytest.mark.parametrize("profile", ["reference", "performance"])
+def test_device_sampled_requests_arriving_finishing_aborted_equal_sync(profile, request):
     """Greedy and seeded on-device draws; requests arrive while others decode (prefills), finish at different
-    lengths or on a stop token, and one is aborted mid-stream."""
+    lengths or on a stop token, and one is aborted mid-stream. On both profiles: the async engine's tokens equal the
+    synchronous engine's exactly (the same device computation, only launched earlier)."""
+    if profile == "reference":
+        async_llm, sync_llm = request.getfixturevalue("async_llm"), request.getfixturevalue("sync_llm")
+    else:
+        async_llm, sync_llm = request.getfixturevalue("performance_pair")
     arrivals = {
         0: [("g", PROMPTS[0], SamplingParams(temperature=0, max_tokens=20, ignore_eos=True)),
             ("s1", PROMPTS[1], SamplingParams(temperature=0.8, seed=11, max_tokens=14, **SEEDED)),

@@ -5,7 +5,7 @@ equals the unchunked engine's token for token, and seeded sampling is unchanged 
 import pytest
 from vllm import LLM, SamplingParams
 
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import shutdown, tt_options
 
 SHORT = ["The capital of France is", "List three colors:", "Explain gravity:", "Name a planet:",
          "Count to five:", "The sky is", "Water boils at"]
@@ -17,9 +17,10 @@ def long_prompt(n_words: int = 380, task: str = "Summarize this text:") -> str:
 
 
 @pytest.fixture(scope="module")
-def chunked(smollm2_dir):
+def chunked(smollm2_dir, llm):
+    """The chunking engine on the same profile as `llm` (both profiles, tests/vllm/conftest.py)."""
     engine = LLM(model=smollm2_dir, max_num_seqs=8, max_model_len=512, block_size=64, max_num_batched_tokens=160,
-                 seed=0, additional_config={"tt": {"optimizations": "reference"}})
+                 seed=0, additional_config=tt_options(llm.tt_profile))
     yield engine
     shutdown(engine)
 

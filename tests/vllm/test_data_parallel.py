@@ -4,7 +4,7 @@ greedy output must equal the single-device engine's token for token."""
 
 from vllm import SamplingParams
 
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import shutdown, tt_options
 from tests.vllm.test_llm_generate import PROMPTS
 
 
@@ -15,7 +15,7 @@ def test_data_parallel_two_replicas_match_single_device(llm, smollm2_dir, monkey
     single = [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, params)]
     monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config={"tt": {"optimizations": "reference", "data_parallel": 2}})
+                 additional_config=tt_options(llm.tt_profile, data_parallel=2))
     try:
         assert "DataParallel(family=llama" in repr(engine) and "mesh=(1, 2)" in repr(engine)
         dp = [list(o.outputs[0].token_ids) for o in engine.generate(PROMPTS, params)]

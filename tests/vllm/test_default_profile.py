@@ -5,12 +5,11 @@ forcing on vLLM's own tokens), agree with HF's top-1 at least as often as the pr
 prefix was in the prefix cache."""
 
 import pytest
-import torch
-from vllm import LLM, SamplingParams
+from vllm import SamplingParams
 
 from tests.models.test_accuracy import FLOORS
 from tests.models.tiny import load_hf
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import hf_agreement
 
 PROMPTS = ["The capital of France is", "Write a short poem about the ocean:",
            "Once upon a time, in a small village near the mountains, there lived an old clockmaker who",
@@ -24,44 +23,32 @@ SENTENCES = ["The river bends twice before it reaches the old mill, where the wa
              "The baker keeps a ledger of every loaf she has sold since the war, written in three colours of ink."]
 
 
-@pytest.fixture(scope="module")
-def engine(smollm2_dir):
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0)
-    yield engine
-    shutdown(engine)
+# The session engine of the default profile (tests/vllm/conftest.py starts it with no TT options).
+DEFAULT = pytest.mark.parametrize("llm", ["performance"], indirect=True)
 
 
-def test_default_profile_generations_agree_with_hf(smollm2_dir, engine):
-    assert "optimizations=performance" in repr(engine)  # nothing asked for: the default profile
-    outs = engine.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
-    hf = load_hf(smollm2_dir)
-    top1 = top5 = n = 0
-    for out in outs:
-        ids = list(out.prompt_token_ids) + list(out.outputs[0].token_ids)
-        with torch.no_grad():
-            logits = hf(torch.tensor([ids])).logits[0]
-        start = len(out.prompt_token_ids)
-        for pos, tok in enumerate(out.outputs[0].token_ids):
-            ref = logits[start + pos - 1].topk(5).indices
-            top1 += int(tok == ref[0])
-            top5 += int(tok in ref)
-            n += 1
+@DEFAULT
+def test_default_profile_generations_agree_with_hf(smollm2_dir, llm):
+    assert "optimizations=performance" in repr(llm)  # nothing asked for: the default profile
+    outs = llm.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
+    top1, top5, n = hf_agreement(load_hf(smollm2_dir), outs)
     assert n == 96
     floor1, floor5 = FLOORS["performance"]
-    assert 100 * top1 / n >= floor1 and 100 * top5 / n >= floor5, (top1, top5, n)
+    assert top1 >= floor1 and top5 >= floor5, (top1, top5, n)
 
 
-def test_greedy_tokens_do_not_depend_on_the_prefix_cache(engine):
+@DEFAULT
+def test_greedy_tokens_do_not_depend_on_the_prefix_cache(llm):
     """Five new prompts (73 to 334 tokens), each sent alone three times: the first prefill is cold, the next two hit
     the prefix cache (every whole KV block but the last). With the bfloat8_b KV cache the three must give the same
     greedy tokens: a cold prefill attends to K/V as rounded into the cache, as a cached one reads them."""
-    tokenizer = engine.get_tokenizer()
+    tokenizer = llm.get_tokenizer()
     prompts = [" ".join(SENTENCES[i:] + SENTENCES[:i]) * reps for i, reps in enumerate([1, 1, 2, 2, 3])]
     lengths = [len(tokenizer(p).input_ids) for p in prompts]
     assert min(lengths) >= 73 and max(lengths) <= 334, lengths
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     for prompt in prompts:
-        runs = [engine.generate([prompt], params)[0] for _ in range(3)]
+        runs = [llm.generate([prompt], params)[0] for _ in range(3)]
         assert runs[0].num_cached_tokens == 0 and all(r.num_cached_tokens >= 64 for r in runs[1:]), \
             [r.num_cached_tokens for r in runs]
         tokens = [list(r.outputs[0].token_ids) for r in runs]

@@ -8,20 +8,29 @@ equals the host path token for token, and the logprobs equal vLLM's sampler's.""
 import pytest
 from vllm import LLM, SamplingParams
 
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import shutdown, tt_options
 
 PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List the planets:", "Explain gravity:"]
 
 
 @pytest.fixture(scope="module")
-def dev(smollm2_dir):
+def dev(smollm2_dir, llm):
+    """The engine sampling on the device, on `llm`'s profile (both, tests/vllm/conftest.py): `llm` samples the
+    same model on the host."""
     import os
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
-                 additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "all"}})
+                 additional_config=tt_options(llm.tt_profile, sample_on_device_mode="all"))
     yield engine
     shutdown(engine)
+
+
+# The distribution checks score each draw against HF's logits: on the reference profile those are the model's own.
+# On performance the device's logits differ from HF's by the profile's error, which moves top-k / top-p support
+# boundaries; what these tests check (each request's parameters honoured by the device's draw) does not depend on
+# the weights' dtype, and the equality tests above run on both profiles.
+REFERENCE_ONLY = pytest.mark.parametrize("llm", ["reference"], indirect=True)
 
 
 def _runner(engine, attr):
@@ -102,10 +111,20 @@ PENALTIES = [SamplingParams(temperature=0, max_tokens=16, ignore_eos=True),
                             frequency_penalty=0.3)]
 
 
-def test_greedy_with_penalties_on_device_equals_host(llm, dev):
+def _issue_21_on_performance(request) -> None:
+    """On performance the logits are bf16 and neighbours tie exactly; the device and vLLM's sampler break such ties
+    differently (measured here: greedy-with-penalties sequences part at a tie, tied logprobs listed in the other
+    order). Issue 21 makes the tie order one rule everywhere; until then these fail on performance, as expected."""
+    if request.node.callspec.params.get("llm") == "performance":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="issue 21: bf16 ties broken differently on "
+                                                                  "the device and on the host"))
+
+
+def test_greedy_with_penalties_on_device_equals_host(llm, dev, request):
     """Greedy with penalties in a batch: every decode step sampled on the device (the first token comes from the
     prefill step, on the host), token for token what vLLM's sampler picks on the host; the penalties change the
     output."""
+    _issue_21_on_performance(request)
     host = _tokens(llm.generate(PROMPTS, PENALTIES))
     before = _runner(dev, "device_sampled_steps")
     on_device = _tokens(dev.generate(PROMPTS, PENALTIES))
@@ -117,9 +136,10 @@ def test_greedy_with_penalties_on_device_equals_host(llm, dev):
     assert _tokens(dev.generate(PROMPTS, PENALTIES)) == host
 
 
-def test_logprobs_on_device_equal_host(llm, dev):
+def test_logprobs_on_device_equal_host(llm, dev, request):
     """logprobs=N (N <= 32) on the device: the sampled token's raw logprob and rank and the N best tokens, as
     vLLM's sampler computes them on the host (raw_logprobs: before penalties)."""
+    _issue_21_on_performance(request)
     params = [SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=5),
               SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=2, repetition_penalty=1.5),
               SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=0)]
@@ -163,6 +183,7 @@ def _ks_pvalue(u) -> float:
     return min(1.0, max(0.0, 2 * sum((-1) ** (k - 1) * math.exp(-2 * k * k * lam * lam) for k in range(1, 101))))
 
 
+@REFERENCE_ONLY
 def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
     """Requests with different temperature / top-k / top-p share decode batches and are drawn on the device. Every
     token they get is scored against the distribution its own parameters define over HF's logits for its prefix
@@ -206,6 +227,7 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
     assert _ks_pvalue(pit["cold_as_hot"]) < 1e-3, _ks_pvalue(pit["cold_as_hot"])
 
 
+@REFERENCE_ONLY
 def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev, smollm2_dir):
     """A temperature / top-p request without top_k (what OpenAI clients send) is host-only by default: the device
     sees 32 candidates, the request asks for the whole vocabulary. With tt.unset_top_k_on_device it is drawn on the

@@ -1,6 +1,8 @@
 """vLLM's own data parallelism with the TT plugin: `vllm serve --data-parallel-size 2` runs two engine processes on
 one machine, each opening its own TT device (rank r takes the r-th device, or the r-th group of TT_VISIBLE_DEVICES),
-and the API server spreads requests over both; greedy answers are the same whichever engine serves them."""
+and the API server spreads requests over both; greedy answers are the same whichever engine serves them. Started as a
+user would, with no TT options: the default `performance` profile (routing, not numerics, is what this tests; the
+reference profile's serving is tests/vllm/test_server.py's too)."""
 
 import os
 import re
@@ -26,8 +28,7 @@ def dp_server(smollm2_dir, tmp_path_factory):
         proc = subprocess.Popen(
             [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", smollm2_dir, "--port",
              str(port), "--max_num_seqs", "4", "--max_model_len", "512", "--served-model-name", "smollm2",
-             "--data-parallel-size", "2", "--api-server-count", "1",
-             "--additional-config", '{"tt": {"optimizations": "reference"}}'],
+             "--data-parallel-size", "2", "--api-server-count", "1"],
             env=env, stdout=out, stderr=subprocess.STDOUT)
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
     deadline = time.time() + 600

@@ -49,5 +49,5 @@ def test_engine_refuses_at_load_an_override_the_device_cannot_hold(smollm2_dir, 
     with pytest.raises(ValueError, match=r"num_gpu_blocks_override=10000000 KV blocks do not fit in the device's "
                                          r"DRAM: .* MiB free per DRAM bank x 12 banks after the weights"):
         engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64,
-                     num_gpu_blocks_override=10**7, additional_config={"tt": {"optimizations": "reference"}})
+                     num_gpu_blocks_override=10**7)
         shutdown(engine)

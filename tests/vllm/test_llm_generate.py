@@ -1,12 +1,15 @@
-"""LLM.generate on the TT platform (simulated device) with SmolLM2: greedy output equals HF token for token, with
-requests joining and leaving a 4-sequence batch mid-flight; request isolation; stop/max_tokens handling; clear
-errors for bad requests while the others finish."""
+"""LLM.generate on the TT platform (simulated device) with SmolLM2, on both profiles (tests/vllm/conftest.py): greedy
+output equals HF token for token on `reference`, and on `performance` agrees with HF at least as often as the
+profile's accuracy floor (teacher forced: 90% top-1, 98% top-5), with requests joining and leaving a 4-sequence
+batch mid-flight; request isolation; stop/max_tokens handling; clear errors for bad requests while the others
+finish."""
 
 import pytest
 import torch
 from vllm import SamplingParams
 
-from tests.models.tiny import NEAR_TIE, load_hf
+from tests.models.test_accuracy import FLOORS
+from tests.vllm.conftest import check_against_hf, hf_agreement
 
 PROMPTS = [
     "The capital of France is",
@@ -21,24 +24,8 @@ PROMPTS = [
 
 
 @pytest.fixture(scope="module")
-def hf(smollm2_dir):
-    return load_hf(smollm2_dir)
-
-
-def check_against_hf(hf, prompt_ids: list[int], out_ids: list[int]) -> None:
-    """Every generated token must be HF's greedy pick; a difference is only excused at a near-tie, after which the
-    rest of that sequence cannot be compared (vLLM continued from its own token)."""
-    ids = list(prompt_ids)
-    for step, tok in enumerate(out_ids):
-        with torch.no_grad():
-            logits = hf(torch.tensor([ids])).logits[0, -1]
-        ref = int(logits.argmax())
-        if tok != ref:
-            top2 = torch.topk(logits, 2).values
-            gap = float(top2[0] - top2[1])
-            assert gap < NEAR_TIE * abs(float(top2[0])), f"step {step}: TT {tok} != HF {ref} (gap {gap:.4g})"
-            return
-        ids.append(tok)
+def hf(smollm2_hf):
+    return smollm2_hf
 
 
 def test_model_description(llm):
@@ -52,7 +39,13 @@ def test_greedy_matches_hf_with_requests_joining_and_leaving(llm, hf):
     assert len(outs) == len(PROMPTS)
     for out, p in zip(outs, params, strict=True):
         assert len(out.outputs[0].token_ids) == p.max_tokens
-        check_against_hf(hf, list(out.prompt_token_ids), list(out.outputs[0].token_ids))
+        if llm.tt_profile == "reference":
+            check_against_hf(hf, list(out.prompt_token_ids), list(out.outputs[0].token_ids))
+    if llm.tt_profile != "reference":
+        top1, top5, n = hf_agreement(hf, outs)
+        assert n == sum(p.max_tokens for p in params)
+        floor1, floor5 = FLOORS[llm.tt_profile]
+        assert top1 >= floor1 and top5 >= floor5, (top1, top5)
     assert "Paris" in outs[0].outputs[0].text
 
 
@@ -113,14 +106,24 @@ def test_prefix_cache_hit_gives_the_same_output(llm):
 
 
 def test_sampling_parameters_take_effect(llm, hf):
-    """Each parameter changes what is drawn, checked against HF's distribution of the first token: a runner that
-    ignored temperature, top-k or top-p would fail here (seeded, so the draws are fixed)."""
+    """Each parameter changes what is drawn, checked against the first token's distribution (HF's on reference, the
+    engine's own logprobs on performance): a runner that ignored temperature, top-k or top-p would fail here
+    (seeded, so the draws are fixed)."""
     prompt = PROMPTS[6]
-    ids = llm.get_tokenizer()(prompt)["input_ids"]
-    with torch.no_grad():
-        logits = hf(torch.tensor([ids])).logits[0, -1]
-    top2 = set(torch.topk(logits, 2).indices.tolist())
-    argmax = int(logits.argmax())
+    if llm.tt_profile == "reference":  # HF's first-token distribution is the model's (fp32, HF-exact)
+        ids = llm.get_tokenizer()(prompt)["input_ids"]
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0, -1]
+        top2 = set(torch.topk(logits, 2).indices.tolist())
+        argmax = int(logits.argmax())
+    else:  # bfloat8_b weights: the model's own ranking, from its logprobs. Its logits come off the device in bf16,
+        # where neighbours can tie exactly: vLLM's top-k keeps every token tied with the k-th (issue 21 makes the
+        # order of ties deterministic), so "the top 2" is every token at least as likely as the second.
+        lp = llm.generate([prompt], SamplingParams(temperature=0, max_tokens=1, logprobs=8))[0].outputs[0].logprobs[0]
+        ranked = sorted(lp, key=lambda t: lp[t].rank)
+        top2 = {t for t in lp if lp[t].logprob >= lp[ranked[1]].logprob}
+        argmax = ranked[0]
+        assert len(top2) < 8 and lp[ranked[0]].logprob > lp[ranked[1]].logprob  # a tie at the top would be ambiguous
 
     def draws(**kw):
         params = [SamplingParams(max_tokens=1, seed=s, **kw) for s in range(24)]

@@ -5,7 +5,7 @@ does not ask is untouched."""
 import torch
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import shutdown, tt_options
 
 
 class ForceToken(AdapterLogitsProcessor):
@@ -34,7 +34,7 @@ def test_custom_logits_processor_applies_per_request(smollm2_dir, llm):
     prompt = "The capital of France is"
     plain = llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=6))[0].outputs[0].token_ids
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config={"tt": {"optimizations": "reference"}}, logits_processors=[ForceToken])
+                 additional_config=tt_options(llm.tt_profile), logits_processors=[ForceToken])
     try:
         target = 42 if plain[0] != 42 else 43
         forced, free = engine.generate(

@@ -31,7 +31,7 @@ def _first_token_order(path, policy: str) -> list[str]:
     own process) takes meanwhile, "low" can only find a free slot after "short" is done, by when "high" has arrived.
     (Sending the last two after a step raced "short" finishing and admitted "low" before "high" arrived.)"""
     engine = LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=2, max_model_len=256, block_size=32, seed=0,
-                 scheduling_policy=policy, additional_config={"tt": {"optimizations": "reference"}})
+                 scheduling_policy=policy)
     try:
         core = engine.llm_engine
 
