@@ -28,7 +28,8 @@ import sys
 from vllm import LLM, SamplingParams
 
 if __name__ == "__main__":
-    llm = LLM(model=sys.argv[1], skip_tokenizer_init=True, max_num_seqs=2, max_model_len=128, block_size=32)
+    llm = LLM(model=sys.argv[1], skip_tokenizer_init=True, max_num_seqs=2, max_model_len=128, block_size=32,
+              additional_config={"tt": {"optimizations": "reference"}})
     out = llm.generate([{"prompt_token_ids": [1, 2, 3]}], SamplingParams(max_tokens=2, detokenize=False))
     print("READY", list(out[0].outputs[0].token_ids), flush=True)
     import time
@@ -98,7 +99,7 @@ def test_vllm_serve_closes_the_device(tiny, tmp_path, sig, whole_group):
 
     cmd = [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", tiny, "--port", str(port),
            "--max_num_seqs", "2", "--max_model_len", "128", "--block_size", "32", "--served-model-name", "tiny",
-           "--skip-tokenizer-init"]
+           "--skip-tokenizer-init", "--additional-config", '{"tt": {"optimizations": "reference"}}']
     text = _stop(cmd, ready, tmp_path / "serve.log", sig, whole_group)
     assert text.count(CLOSED) == 1, text[-3000:]
 

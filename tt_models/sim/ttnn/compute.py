@@ -113,6 +113,11 @@ def derived_from(name: str, sources: tuple[torch.Tensor | None, ...], fn: Callab
     if hit is not None and all(r() is t and v == t._version for (r, v), t in zip(hit[0], live, strict=True)):
         return hit[1]
     value = fn()
+    if isinstance(value, torch.Tensor):
+        # A view (e.g. a reshape of the source) keeps its base tensor alive through ._base, and with it the cache
+        # entry that waits for the base to die: every derived view would outlive its model. detach() shares the
+        # storage without the reference.
+        value = value.detach()
     # The callback holds the dict itself: at interpreter exit module globals are cleared before the last tensors die.
     refs = tuple((weakref.ref(t, lambda _, cache=_DERIVED: cache.pop(key, None)), t._version) for t in live)
     _DERIVED[key] = (refs, value)
