@@ -50,6 +50,17 @@ def open_device(device: str, mesh_shape: tuple[int, int] | None = None) -> Any:
     return ttnn.open_mesh_device(ttnn.MeshShape(*shape), trace_region_size=profile.trace_region_size)
 
 
+def close_device(mesh: Any) -> None:
+    """Closes what open_device opened (main() runs in-process from tests and other tools: the chips must be free
+    again when it returns)."""
+    from tt_models.backend import ttnn
+
+    multi = mesh.get_num_devices() > 1
+    ttnn.close_mesh_device(mesh)
+    if multi:
+        ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
+
+
 def _dtype(t: Any) -> str:
     return getattr(t, "name", str(t)).rsplit(".", 1)[-1].lower()
 
@@ -167,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{cfg._name_or_path}: cannot run on {args.device}: {e}")
         return 1
+    finally:
+        close_device(mesh)
     print("\n".join(lines))
     return 0
 

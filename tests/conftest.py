@@ -22,3 +22,23 @@ def pcc(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a - a.mean(), b - b.mean()
     denom = a.norm() * b.norm()
     return 0.0 if denom == 0 else float((a @ b) / denom)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_simulated_device_left_open(request):
+    """Every module closes the simulated devices it opens. The simulator, like a host with its chips, lets a process
+    open each chip once: a device left open fails whichever module the same process runs next, which depends on how
+    pytest-xdist shares the files out. The module that leaked is named here, and its devices closed."""
+    yield
+    from tt_models.sim.ttnn import device as sim_device
+
+    left = list(sim_device._open)
+    for dev in left:
+        sim_device.close_mesh_device(dev)
+    assert not left, f"{request.module.__name__} left simulated device(s) {[d.get_device_ids() for d in left]} open"
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The vLLM tests first (a stable reorder): they are the longest files, and pytest-xdist hands files out in
+    order, so started last they would leave one worker finishing them while the other idles."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/vllm/"))

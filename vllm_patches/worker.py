@@ -3,9 +3,11 @@ the TTModelRunner. Runs inside vLLM's engine-core process (UniProcExecutor)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,6 +57,22 @@ def dp_rank_devices(parallel: Any, per_rank: int) -> list[int] | None:
         raise RuntimeError(f"data parallel rank {rank} needs {per_rank} TT device(s), but TT_VISIBLE_DEVICES="
                            f"{visible} leaves {ids}: list {per_rank} device id(s) per rank")
     return ids
+
+
+def _closes_the_device_if_it_fails(step: Callable) -> Callable:
+    """An engine start-up step (loading, KV planning and allocation, warmup) that raises leaves vLLM with no engine to
+    shut down, so nobody would close the device: an in-process engine (VLLM_ENABLE_V1_MULTIPROCESSING=0, a notebook
+    retrying with other options) could then not open it again. Close it here before the error propagates."""
+
+    @functools.wraps(step)
+    def run(self: TTWorker, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return step(self, *args, **kwargs)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    return run
 
 
 class TTWorker(WorkerBase):
@@ -126,6 +144,7 @@ class TTWorker(WorkerBase):
             raise RuntimeError("TT device is not open")
 
     # --- model ---
+    @_closes_the_device_if_it_fails
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         self.model_runner.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt)
 
@@ -167,6 +186,7 @@ class TTWorker(WorkerBase):
     def get_supported_kv_cache_layouts(self) -> list[str]:
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
 
+    @_closes_the_device_if_it_fails
     def determine_available_memory(self) -> int:
         """Bytes (in vLLM's page accounting) of exactly the KV blocks to allocate: what the model asks for, capped by
         the DRAM the device's allocator has left after the weights. vLLM divides this back into blocks."""
@@ -181,6 +201,7 @@ class TTWorker(WorkerBase):
                     cache.block_size, wanted, capacity.blocks)
         return blocks * sum(spec.page_size_bytes for spec in self.get_kv_cache_spec().values())
 
+    @_closes_the_device_if_it_fails
     def initialize_from_config(self, kv_cache_config: Any) -> None:
         mc = self.model_config
         shape = (kv_cache_config.num_blocks, self._kv_heads(), self.cache_config.block_size, mc.get_head_size())
@@ -188,6 +209,7 @@ class TTWorker(WorkerBase):
         runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, mc.get_num_layers(self.parallel_config))
         logger.info("allocated TT KV cache: %d blocks of %d tokens", shape[0], shape[2])
 
+    @_closes_the_device_if_it_fails
     def compile_or_warm_up_model(self) -> CompilationTimes:
         """Every prefill bucket, then the decode traces at vLLM's exact decode shapes, before reporting ready."""
         t0 = time.perf_counter()

@@ -103,3 +103,32 @@ def check_greedy_step(tt_logits: torch.Tensor, ref_logits: torch.Tensor, where: 
     logger.warning("%s: near-tie divergence (gap %.3g): TT %d vs HF %d; resuming from HF", where, gap, tt_tok,
                    ref_tok)
     return ref_tok
+
+
+def first_layers(src: Path, root: Path, layers: int) -> Path:
+    """A real checkpoint cut to its first `layers` decoder layers (same embedding, final norm, head and tokenizer;
+    the later layers' tensors left out, as a checkpoint of that depth has them): real weights' confident logits at
+    a fraction of the decode cost."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    out = root / f"{Path(src).name}-first{layers}"
+    if (out / "config.json").exists():
+        return out
+    out.mkdir(parents=True)
+    for f in Path(src).iterdir():
+        if f.is_file() and not f.name.startswith(".") and f.suffix != ".safetensors" and f.name != "config.json":
+            shutil.copy(f, out / f.name)
+    config = json.loads((Path(src) / "config.json").read_text())
+    config["num_hidden_layers"] = layers
+    tensors = {}
+    for f in sorted(Path(src).glob("*.safetensors")):
+        for name, t in load_file(f).items():
+            parts = name.split(".")
+            if not (len(parts) > 2 and parts[1] == "layers" and int(parts[2]) >= layers):
+                tensors[name] = t
+    save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    return out

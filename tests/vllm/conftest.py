@@ -45,6 +45,40 @@ def llm(smollm2_dir, request):
     shutdown(engine)
 
 
+# Tests that hold one engine configuration to another token for token (preemption against no preemption, async against
+# synchronous, chunked against whole prefill, two replicas against one, a cached prefix against a cold one) need a real
+# model's confident logits, not all of SmolLM2's 30 layers: the same checkpoint cut to its first SHORT_LAYERS layers
+# decodes a step in a third of the time (the 49k-token head stays). Numbers against HF use the whole model (`llm`).
+SHORT_LAYERS = 4
+
+
+@pytest.fixture(scope="session")
+def short_dir(smollm2_dir, tmp_path_factory) -> str:
+    from tests.models.tiny import first_layers
+
+    return str(first_layers(smollm2_dir, tmp_path_factory.mktemp("short"), SHORT_LAYERS))
+
+
+@pytest.fixture(scope="session")
+def short_hf(short_dir):
+    """HF on the cut checkpoint (bf16-rounded weights, fp32), for assert_same_greedy's tie checks."""
+    from tests.models.tiny import load_hf
+
+    return load_hf(short_dir)
+
+
+@pytest.fixture(scope="session", params=PROFILES)
+def short_llm(short_dir, request):
+    """`llm`'s engine on the cut checkpoint, both profiles (performance started with no TT options, as `llm`)."""
+    from vllm import LLM
+
+    options = {} if request.param == "performance" else {"additional_config": tt_options(request.param)}
+    engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
+    engine.tt_profile = request.param
+    yield engine
+    shutdown(engine)
+
+
 def shutdown(engine) -> None:
     """Stop the engine-core process now, while pytest's output streams are still open."""
     import contextlib

@@ -55,15 +55,15 @@ def _engine(path, async_decode: bool, profile: str = "reference", **kw):
 
 
 @pytest.fixture(scope="module")
-def async_llm(smollm2_dir):
-    engine = _engine(smollm2_dir, True)
+def async_llm(short_dir):
+    engine = _engine(short_dir, True)
     yield engine
     shutdown(engine)
 
 
 @pytest.fixture(scope="module")
-def sync_llm(smollm2_dir):
-    engine = _engine(smollm2_dir, False)
+def sync_llm(short_dir):
+    engine = _engine(short_dir, False)
     yield engine
     shutdown(engine)
 
@@ -121,10 +121,11 @@ def _run(engine, arrivals: dict, abort_at: int | None = None) -> tuple[dict, dic
 SEEDED = dict(top_k=20, top_p=0.9, ignore_eos=True)
 
 
-@pytest.fixture(scope="module")
-def performance_pair(smollm2_dir):
-    """The async and the synchronous engine on the performance profile (bfloat8_b weights and KV cache)."""
-    a, s = _engine(smollm2_dir, True, "performance"), _engine(smollm2_dir, False, "performance")
+@pytest.fixture
+def performance_pair(short_dir):
+    """The async and the synchronous engine on the performance profile (bfloat8_b weights and KV cache); one test
+    uses them, so they are shut down after it rather than held beside the reference pair."""
+    a, s = _engine(short_dir, True, "performance"), _engine(short_dir, False, "performance")
     yield a, s
     shutdown(a)
     shutdown(s)
@@ -139,20 +140,25 @@ def test_device_sampled_requests_arriving_finishing_aborted_equal_sync(profile, 
         async_llm, sync_llm = request.getfixturevalue("async_llm"), request.getfixturevalue("sync_llm")
     else:
         async_llm, sync_llm = request.getfixturevalue("performance_pair")
+    # The "stop" request's stop token: the first token of its greedy continuation that does not repeat an earlier
+    # one (after the first), so the request must stop on it mid-stream.
+    probe = list(sync_llm.generate([PROMPTS[5]], SamplingParams(temperature=0, max_tokens=30, ignore_eos=True))[0]
+                 .outputs[0].token_ids)
+    stop_at = next(i for i in range(1, 29) if probe[i] not in probe[:i])
     arrivals = {
         0: [("g", PROMPTS[0], SamplingParams(temperature=0, max_tokens=20, ignore_eos=True)),
             ("s1", PROMPTS[1], SamplingParams(temperature=0.8, seed=11, max_tokens=14, **SEEDED)),
             ("s2", PROMPTS[2], SamplingParams(temperature=1.1, seed=5, max_tokens=6, **SEEDED)),
             ("abort", PROMPTS[3], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))],
         4: [("s3", PROMPTS[4], SamplingParams(temperature=0.9, seed=3, max_tokens=10, **SEEDED))],
-        9: [("stop", PROMPTS[5], SamplingParams(temperature=0, max_tokens=30, stop_token_ids=[198]))],
+        9: [("stop", PROMPTS[5], SamplingParams(temperature=0, max_tokens=30, stop_token_ids=[probe[stop_at]]))],
     }
     _, launched0, drains0, _ = _decoder(async_llm)
     a_tokens, _ = _run(async_llm, arrivals, abort_at=6)
     s_tokens, _ = _run(sync_llm, arrivals, abort_at=6)
     assert set(a_tokens) == {"g", "s1", "s2", "s3", "stop"}
     assert a_tokens == s_tokens
-    assert s_tokens["stop"][-1] == 198 and len(s_tokens["stop"]) < 30  # stopped mid-stream on its token
+    assert s_tokens["stop"] == probe[:stop_at + 1]  # stopped mid-stream on its token
     _, launched, drains, _ = _decoder(async_llm)
     assert launched > launched0
     # Late arrivals' prefills and finished or aborted requests drained the step in flight.
@@ -195,11 +201,11 @@ def test_structured_output_equal_sync(async_llm, sync_llm):
     assert _decoder(async_llm)[1] > launched0
 
 
-def test_preemption_equal_sync(sync_llm, smollm2_dir):
+def test_preemption_equal_sync(sync_llm, short_dir):
     params = SamplingParams(temperature=0, max_tokens=80, ignore_eos=True)
     reference = [list(o.outputs[0].token_ids) for o in sync_llm.generate(PROMPTS[:4], params)]
     # 6 usable blocks of 64 tokens for 4 requests that each grow to 2 blocks: some must be preempted.
-    small = _engine(smollm2_dir, True, num_gpu_blocks_override=7, enable_prefix_caching=False,
+    small = _engine(short_dir, True, num_gpu_blocks_override=7, enable_prefix_caching=False,
                     disable_log_stats=False)
     try:
         outs = [list(o.outputs[0].token_ids) for o in small.generate(PROMPTS[:4], params)]

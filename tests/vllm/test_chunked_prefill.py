@@ -17,10 +17,10 @@ def long_prompt(n_words: int = 380, task: str = "Summarize this text:") -> str:
 
 
 @pytest.fixture(scope="module")
-def chunked(smollm2_dir, llm):
-    """The chunking engine on the same profile as `llm` (both profiles, tests/vllm/conftest.py)."""
-    engine = LLM(model=smollm2_dir, max_num_seqs=8, max_model_len=512, block_size=64, max_num_batched_tokens=160,
-                 seed=0, additional_config=tt_options(llm.tt_profile))
+def chunked(short_dir, short_llm):
+    """The chunking engine on the same profile as `short_llm` (both profiles, tests/vllm/conftest.py)."""
+    engine = LLM(model=short_dir, max_num_seqs=8, max_model_len=512, block_size=64, max_num_batched_tokens=160,
+                 seed=0, additional_config=tt_options(short_llm.tt_profile))
     yield engine
     shutdown(engine)
 
@@ -30,13 +30,13 @@ def test_budget_rounds_to_blocks_and_chunking_is_on(chunked):
     assert sched.enable_chunked_prefill and sched.max_num_batched_tokens == 128
 
 
-def test_long_prompt_matches_unchunked_engine(llm, chunked):
+def test_long_prompt_matches_unchunked_engine(short_llm, chunked):
     prompt = long_prompt()
     assert len(chunked.get_tokenizer()(prompt).input_ids) > 3 * 128  # four chunks or more
     greedy = SamplingParams(temperature=0, max_tokens=16, ignore_eos=True)
     seeded = SamplingParams(temperature=0.8, top_p=0.9, seed=11, max_tokens=12, ignore_eos=True)
     for params in (greedy, seeded):
-        whole = llm.generate([prompt], params)[0].outputs[0].token_ids
+        whole = short_llm.generate([prompt], params)[0].outputs[0].token_ids
         in_chunks = chunked.generate([prompt], params)[0].outputs[0].token_ids
         assert list(in_chunks) == list(whole)
 

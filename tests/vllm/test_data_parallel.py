@@ -8,14 +8,14 @@ from tests.vllm.conftest import shutdown, tt_options
 from tests.vllm.test_llm_generate import PROMPTS
 
 
-def test_data_parallel_two_replicas_match_single_device(llm, smollm2_dir, monkeypatch):
+def test_data_parallel_two_replicas_match_single_device(short_llm, short_dir, monkeypatch):
     from vllm import LLM
 
     params = [SamplingParams(temperature=0, max_tokens=6 + 5 * (i % 3), ignore_eos=True) for i in range(len(PROMPTS))]
-    single = [list(o.outputs[0].token_ids) for o in llm.generate(PROMPTS, params)]
+    single = [list(o.outputs[0].token_ids) for o in short_llm.generate(PROMPTS, params)]
     monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config=tt_options(llm.tt_profile, data_parallel=2))
+    engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
+                 additional_config=tt_options(short_llm.tt_profile, data_parallel=2))
     try:
         assert "DataParallel(family=llama" in repr(engine) and "mesh=(1, 2)" in repr(engine)
         dp = [list(o.outputs[0].token_ids) for o in engine.generate(PROMPTS, params)]

@@ -28,13 +28,13 @@ class ForceToken(AdapterLogitsProcessor):
         return force
 
 
-def test_custom_logits_processor_applies_per_request(smollm2_dir, llm):
+def test_custom_logits_processor_applies_per_request(short_dir, short_llm):
     from vllm import LLM, SamplingParams
 
     prompt = "The capital of France is"
-    plain = llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=6))[0].outputs[0].token_ids
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 additional_config=tt_options(llm.tt_profile), logits_processors=[ForceToken])
+    plain = short_llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=6))[0].outputs[0].token_ids
+    engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
+                 additional_config=tt_options(short_llm.tt_profile), logits_processors=[ForceToken])
     try:
         target = 42 if plain[0] != 42 else 43
         forced, free = engine.generate(

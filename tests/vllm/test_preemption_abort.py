@@ -11,27 +11,28 @@ def num_preemptions(engine) -> float:
     return sum(getattr(m, "value", 0) for m in engine.get_metrics() if "num_preemptions" in m.name)
 
 
-def test_preemption_outputs_equal_unpreempted_run(llm, smollm2_dir, smollm2_hf):
+def test_preemption_outputs_equal_unpreempted_run(short_llm, short_dir, short_hf):
     """Recomputed (preempted) requests give the unpreempted run's greedy tokens: identically on reference, and on
     performance up to a bf16 tie of the top two logits (recompute prefills the generated tokens instead of decoding
     them: other matmul programs, other accumulation order; tests/vllm/conftest.py assert_same_greedy)."""
     params = SamplingParams(temperature=0, max_tokens=80, ignore_eos=True)
-    ref_outs = llm.generate(PROMPTS, params)
+    ref_outs = short_llm.generate(PROMPTS, params)
     reference = [o.outputs[0].token_ids for o in ref_outs]
     # 6 usable blocks of 64 tokens for 4 requests that each grow to 2 blocks: some must be preempted.
-    small = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, num_gpu_blocks_override=7,
-                enable_prefix_caching=False, disable_log_stats=False, additional_config=tt_options(llm.tt_profile))
+    small = LLM(model=short_dir, max_num_seqs=4, max_model_len=256, block_size=64, num_gpu_blocks_override=7,
+                enable_prefix_caching=False, disable_log_stats=False,
+                additional_config=tt_options(short_llm.tt_profile))
     try:
         outs = [o.outputs[0].token_ids for o in small.generate(PROMPTS, params)]
         assert num_preemptions(small) > 0
     finally:
         shutdown(small)
-    assert_same_greedy(llm, smollm2_hf, [o.prompt_token_ids for o in ref_outs], [list(o) for o in outs],
-                       [list(r) for r in reference], llm.tt_profile)
+    assert_same_greedy(short_llm, short_hf, [o.prompt_token_ids for o in ref_outs], [list(o) for o in outs],
+                       [list(r) for r in reference], short_llm.tt_profile)
 
 
-def test_abort_mid_flight(llm):
-    engine = llm.llm_engine
+def test_abort_mid_flight(short_llm):
+    engine = short_llm.llm_engine
     params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     engine.add_request("keep", PROMPTS[0], params)
     engine.add_request("drop", PROMPTS[1], params)
@@ -46,11 +47,11 @@ def test_abort_mid_flight(llm):
             engine.abort_request(["drop"])
     assert "drop" not in finished or finished["drop"].outputs[0].finish_reason == "abort"
     assert len(finished["keep"].outputs[0].token_ids) == 24
-    alone = llm.generate([PROMPTS[0]], params)[0].outputs[0].token_ids
+    alone = short_llm.generate([PROMPTS[0]], params)[0].outputs[0].token_ids
     assert list(finished["keep"].outputs[0].token_ids) == list(alone)
 
 
-def test_abort_frees_the_slot_and_the_blocks(smollm2_dir, monkeypatch):
+def test_abort_frees_the_slot_and_the_blocks(short_dir, monkeypatch):
     """An aborted request gives back its decode slot (the runner's slot map drops it, and the next request takes
     that slot) and its KV blocks (the block pool's free count rises by exactly the blocks it held); the request
     still running is unaffected, and once everything has finished every block is free again and so is every slot."""
@@ -59,7 +60,7 @@ def test_abort_frees_the_slot_and_the_blocks(smollm2_dir, monkeypatch):
     from vllm.v1.engine.llm_engine import LLMEngine
 
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine core in this process, scheduler visible
-    small = LLM(model=smollm2_dir, max_num_seqs=2, max_model_len=256, block_size=64, num_gpu_blocks_override=9,
+    small = LLM(model=short_dir, max_num_seqs=2, max_model_len=256, block_size=64, num_gpu_blocks_override=9,
                 enable_prefix_caching=False, additional_config={"tt": {"optimizations": "reference"}})
     try:
         engine = small.llm_engine

@@ -55,8 +55,9 @@ def server(smollm2_dir, request):
          # Above TT's own logprobs limit (20), so that requests between the two reach the platform's refusal.
          "--max-logprobs", "25", *options],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=120, max_retries=0)
-    deadline = time.time() + 240
+    # A 150-token request on performance takes about a minute here alone, more beside another test worker.
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
+    deadline = time.time() + 300
     while True:
         try:
             client.models.list()
