@@ -35,14 +35,19 @@ def tt_options(profile: str, **extra) -> dict:
 def llm(smollm2_dir, request):
     """One engine per profile for the tests that need a working server side: 4 sequences at a time. Every test
     using it runs on both profiles; `llm.tt_profile` says which."""
+    engine = _session_engine(smollm2_dir, request.param)
+    yield engine
+    shutdown(engine)
+
+
+def _session_engine(path: str, profile: str):
     from vllm import LLM
 
     # performance is the default profile: that engine is started as a user starts one, with no TT options.
-    options = {} if request.param == "performance" else {"additional_config": tt_options(request.param)}
-    engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
-    engine.tt_profile = request.param
-    yield engine
-    shutdown(engine)
+    options = {} if profile == "performance" else {"additional_config": tt_options(profile)}
+    engine = LLM(model=path, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
+    engine.tt_profile = profile
+    return engine
 
 
 # Tests that hold one engine configuration to another token for token (preemption against no preemption, async against
@@ -70,11 +75,7 @@ def short_hf(short_dir):
 @pytest.fixture(scope="session", params=PROFILES)
 def short_llm(short_dir, request):
     """`llm`'s engine on the cut checkpoint, both profiles (performance started with no TT options, as `llm`)."""
-    from vllm import LLM
-
-    options = {} if request.param == "performance" else {"additional_config": tt_options(request.param)}
-    engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
-    engine.tt_profile = request.param
+    engine = _session_engine(short_dir, request.param)
     yield engine
     shutdown(engine)
 
