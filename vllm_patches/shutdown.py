@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -101,6 +101,33 @@ def _defer(signum: int, frame: Any) -> None:
     _deferred.append(signum)
 
 
+_handling_a_stop_signal = False
+
+
+def _one_stop_signal_at_a_time(handler: Callable[[int, Any], Any]) -> Callable[[int, Any], Any]:
+    """vLLM's engine-core stop handler, not re-entered: on Ctrl-C the front end's SIGTERM follows the terminal's SIGINT
+    at once, and CPython runs a Python handler for a signal that arrives while another handler runs inside it. vLLM's
+    handler wakes its busy loop through a threading.Event, whose set() holds a non-reentrant lock: a second handler
+    landing there waits on the lock its own thread holds, and the engine core hangs until its process manager
+    force-kills it with the device open (seen in CI on a loaded machine). The second signal asks for what the first
+    already did (vLLM's wake-up is one-shot), so it is dropped."""
+    if getattr(handler, "_tt_one_at_a_time", False):
+        return handler
+
+    def guarded(signum: int, frame: Any) -> Any:
+        global _handling_a_stop_signal
+        if _handling_a_stop_signal:
+            return None
+        _handling_a_stop_signal = True
+        try:
+            return handler(signum, frame)
+        finally:
+            _handling_a_stop_signal = False
+
+    guarded._tt_one_at_a_time = True  # type: ignore[attr-defined]
+    return guarded
+
+
 class _TeardownSignals:
     """vllm.v1.engine.core's view of the signal module in an engine-core process: the same, except that the reset of
     SIGINT / SIGTERM to their default action, which vLLM makes as its teardown starts, defers them instead until the
@@ -113,9 +140,13 @@ class _TeardownSignals:
 
     @staticmethod
     def signal(signum: int, handler: Any) -> Any:
-        if handler is signal.SIG_DFL and signum in _STOP_SIGNALS:
-            handler = _defer
+        if signum in _STOP_SIGNALS:
+            handler = _defer if handler is signal.SIG_DFL else _guard(handler)
         return signal.signal(signum, handler)
+
+
+def _guard(handler: Any) -> Any:
+    return _one_stop_signal_at_a_time(handler) if callable(handler) else handler
 
 
 def defer_stop_signals_during_teardown() -> bool:
@@ -136,6 +167,10 @@ def defer_stop_signals_during_teardown() -> bool:
 
     if not getattr(core.signal, "_tt_teardown", False):
         core.signal = _TeardownSignals()
+    if threading.current_thread() is threading.main_thread():
+        # vLLM installed its stop handlers before building the engine (and with it this worker).
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, _guard(signal.getsignal(sig)))
     return True
 
 

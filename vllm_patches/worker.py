@@ -3,9 +3,11 @@ the TTModelRunner. Runs inside vLLM's engine-core process (UniProcExecutor)."""
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import logging
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -95,7 +97,10 @@ class TTWorker(WorkerBase):
         # From here on this process holds a device: close it even if the process that started it dies first, and
         # let no second stop signal cut the teardown short before the device is closed.
         stop_with_parent()
-        defer_stop_signals_during_teardown()
+        if defer_stop_signals_during_teardown():
+            # An engine core that does not answer (a stuck teardown, a step that never returns) tells where it is:
+            # `kill -USR1 <pid>` writes every thread's Python stack to its stderr, i.e. the server's log.
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         ttnn = get_ttnn()
         rows, cols = mesh_shape_from_env(1 if is_simulator(ttnn) else ttnn.get_num_devices())
         ids = dp_rank_devices(self.vllm_config.parallel_config, rows * cols)

@@ -8,6 +8,7 @@ stop; without its parent watch, an offline script killed by SIGTERM leaves its e
 open."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,10 +19,13 @@ import pytest
 
 from tests.models.tiny import make_tiny_model
 from tests.vllm.test_server import free_port
+from vllm_patches.shutdown import TT_ENGINE_SHUTDOWN_GRACE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOSED = "closed TT mesh device(s)"
 EXIT_WITHIN_S = 60
+# Before vLLM's process manager force-kills the engine core (at the end of the plugin's grace).
+STACKS_AFTER_S = TT_ENGINE_SHUTDOWN_GRACE_S - 10
 
 OFFLINE = """
 import sys
@@ -49,6 +53,31 @@ def _alive(pgid: int) -> list[int]:
     return [int(r[0]) for r in rows if int(r[1]) == pgid and not r[2].startswith("Z")]
 
 
+def _ask_engine_cores_for_stacks(pgid: int) -> bool:
+    """SIGUSR1 to the group's engine cores (the TT worker registers a stack dump for it): a teardown that has not
+    finished before vLLM's grace runs out then says where it waits."""
+    asked = False
+    for pid in _alive(pgid):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().startswith("VLLM::EngineCor"):
+                os.kill(pid, signal.SIGUSR1)
+                asked = True
+        except (FileNotFoundError, ProcessLookupError):  # exited meanwhile
+            pass
+    return asked
+
+
+def _server_pid(log: Path) -> int:
+    """The API server's pid, as vLLM prefixes its log lines (it leads its own process group here)."""
+    return int(re.search(r"\(APIServer pid=(\d+)\)", log.read_text()).group(1))
+
+
+def _stacks(text: str) -> str:
+    """The engine cores' stack dumps in a log, if any were asked for."""
+    start = text.find("Thread 0x")
+    return "" if start < 0 else "engine core stacks:\n" + text[start:start + 6000] + "\n...\n"
+
+
 def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool) -> str:
     env = dict(os.environ, TT_BACKEND="sim", PYTHONPATH=str(ROOT))
     with open(log, "w") as f:
@@ -65,14 +94,18 @@ def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool) -> str:
             os.killpg(proc.pid, sig)
         else:
             proc.send_signal(sig)
-        deadline = time.time() + EXIT_WITHIN_S
-        while _alive(proc.pid) and time.time() < deadline:
+        start, signalled_at = time.time(), len(log.read_text())
+        asked = False
+        while _alive(proc.pid) and time.time() < start + EXIT_WITHIN_S:
+            if not asked and time.time() > start + STACKS_AFTER_S:
+                asked = _ask_engine_cores_for_stacks(proc.pid)
             time.sleep(0.5)
         left = _alive(proc.pid)
         text = log.read_text()
-        assert not left, f"still running {EXIT_WITHIN_S} s after the signal: {left}\n{text[-3000:]}"
+        why = _stacks(text[signalled_at:]) + text[-3000:]
+        assert not left, f"still running {EXIT_WITHIN_S} s after the signal: {left}\n{why}"
         # The engine core exited by itself: not force-killed by vLLM's process manager (which would race the close).
-        assert "force killing" not in text, text[-3000:]
+        assert "force killing" not in text, why
         return text
     finally:
         if _alive(proc.pid):
@@ -100,7 +133,21 @@ def test_vllm_serve_closes_the_device(tiny, tmp_path, sig, whole_group):
     cmd = [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", tiny, "--port", str(port),
            "--max_num_seqs", "2", "--max_model_len", "128", "--block_size", "32", "--served-model-name", "tiny",
            "--skip-tokenizer-init", "--additional-config", '{"tt": {"optimizations": "reference"}}']
-    text = _stop(cmd, ready, tmp_path / "serve.log", sig, whole_group)
+    log = tmp_path / "serve.log"
+
+    def ready_and_answers_for_its_stacks() -> bool:
+        if not ready():
+            return False
+        # A live engine core asked for its stacks writes them and goes on serving.
+        assert _ask_engine_cores_for_stacks(_server_pid(log))
+        deadline = time.time() + 30
+        while "Thread 0x" not in log.read_text():
+            assert time.time() < deadline, "no stacks written on SIGUSR1"
+            time.sleep(0.5)
+        assert "in run_busy_loop" in _stacks(log.read_text()), log.read_text()[-3000:]
+        return ready()
+
+    text = _stop(cmd, ready_and_answers_for_its_stacks, log, sig, whole_group)
     assert text.count(CLOSED) == 1, text[-3000:]
 
 
@@ -153,6 +200,83 @@ def test_engine_core_teardown_defers_stop_signals_until_the_device_is_closed():
     proc.join(timeout=60)
     assert got == [True, "alive", "closed"]
     assert proc.exitcode == -signal.SIGTERM
+
+
+def _ctrl_c_during_the_stop_handler(conn) -> None:
+    """vLLM's own engine-core main (run_engine_core, its signal handler and wake-up) around a stand-in engine: Ctrl-C,
+    then the front end's SIGTERM landing while the SIGINT handler holds the wake-up Event's lock."""
+    import queue
+    import signal as _signal
+    import threading
+    import time as _time
+    from types import SimpleNamespace
+
+    import vllm.v1.engine.core as core
+
+    from vllm_patches.shutdown import defer_stop_signals_during_teardown
+
+    class SecondSignalInsideSet(threading.Event):  # threading.Event.set, with the SIGTERM arriving inside its lock
+        def set(self) -> None:
+            with self._cond:
+                self._flag = True
+                os.kill(os.getpid(), _signal.SIGTERM)
+                _time.sleep(0.2)  # the interpreter runs the pending handler here
+                self._cond.notify_all()
+
+    threading.Event = SecondSignalInsideSet  # what vLLM's SignalCallback builds its wake-up from
+
+    class EngineCore:  # what vLLM builds here; building it opens the TT worker's device (TTWorker.init_device)
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.shutdown_state = core.EngineShutdownState.RUNNING
+            self.input_queue: queue.Queue = queue.Queue()
+            self.vllm_config = kwargs["vllm_config"]
+            conn.send(defer_stop_signals_during_teardown())
+
+        def run_busy_loop(self) -> None:
+            os.kill(os.getpid(), _signal.SIGINT)
+            while self.shutdown_state == core.EngineShutdownState.RUNNING:
+                self.input_queue.get()  # vLLM's wake-up
+            raise SystemExit
+
+        def has_work(self) -> bool:
+            return False
+
+        def shutdown(self) -> None:
+            conn.send("teardown")
+
+    run_engine_core = core.EngineCoreProc.run_engine_core
+    core.EngineCoreProc = EngineCore
+    parallel = SimpleNamespace(data_parallel_size=1, numa_bind=False, reconfigure_for_independent_dp_rank=lambda: None)
+    try:
+        run_engine_core(vllm_config=SimpleNamespace(parallel_config=parallel, kv_transfer_config=None,
+                                                    shutdown_timeout=0))
+    except SystemExit:
+        conn.send("exited")
+
+
+def test_a_second_stop_signal_inside_vllms_stop_handler_does_not_hang_the_engine_core():
+    """On Ctrl-C the engine core gets the terminal's SIGINT and, at once, its front end's SIGTERM. CPython runs the
+    second Python handler inside the first, and vLLM's handler sets a threading.Event whose lock is not reentrant:
+    arriving there, the second waited forever on its own thread (a CI run: the engine core hung 30 s and was
+    force-killed). The plugin runs vLLM's stop handlers one at a time; without it this child never reaches the
+    teardown (checked by hand: still waiting after 60 s)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_ctrl_c_during_the_stop_handler, args=(send,), name="EngineCore")
+    proc.start()
+    send.close()
+    got = []
+    try:
+        with pytest.raises(EOFError):
+            while True:
+                assert recv.poll(120), f"the engine core hangs after {got}"
+                got.append(recv.recv())
+    finally:
+        proc.kill()
+        proc.join(timeout=30)
+    assert got == [True, "teardown", "exited"]
 
 
 def test_deferring_stop_signals_in_the_users_process():
