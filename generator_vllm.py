@@ -138,7 +138,7 @@ class TTCausalLM(Generator):
 
     @classmethod
     def get_max_tokens_all_users(cls, model_name: str, *args: Any, **kwargs: Any) -> int:
-        """KV-cache tokens across all users this model asks for (configs/models), before device limits."""
+        """KV-cache tokens across all users this model asks for (tt_models/configs/models), before device limits."""
         return load_model_overrides(model_name).token_budget or DEFAULT_TOKEN_BUDGET
 
     def kv_cache_capacity(self, block_size: int) -> KVCapacity:
@@ -184,7 +184,8 @@ class TTCausalLM(Generator):
                         sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
                         start_pos: Any = None, return_prompt_logits: Sequence[bool] | None = None,
                         **_: Any) -> Any:
-        """Last-token logits [B, 1, vocab] (or greedy token ids [B] with all-greedy sampling_params).
+        """Last-token logits [B, 1, vocab] (or, with all-greedy sampling_params, their argmax [B], taken on the host
+        from the read-back logits: prefill does not sample on the device).
         return_prompt_logits (a flag per prompt): returns (that, per prompt None or the float32 logits
         [prompt_len - start_pos, vocab] of every position prefilled), for vLLM's prompt logprobs."""
         mode = sampling_mode(sampling_params)

@@ -1,6 +1,6 @@
 """What a model becomes on a TT device, without reading its weights: `tt-describe MODEL [--device N150] ...`.
 
-MODEL is a Hugging Face model directory (its config.json) or a checkpoint of the matrix in configs/checkpoints.yaml
+MODEL is a Hugging Face model directory (its config.json) or a checkpoint of the checkpoint matrix
 (hub id, or its last part: `tt-describe Qwen2.5-7B-Instruct --device N300`). The model is built exactly as vLLM builds
 it (the generation class's initialize_vllm_model, load_format "dummy": every weight placed with its real shape, dtype
 and memory config, no values), on the simulator's model of the device unless a real one is present, and the tool
@@ -155,10 +155,10 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tt-describe", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="HF model directory, or a checkpoint of configs/checkpoints.yaml")
-    p.add_argument("--device", default="N150", help="device profile (configs/devices): N150, N300, T3K, TG, P150")
+    p.add_argument("model", help="HF model directory, or a checkpoint of the checkpoint matrix")
+    p.add_argument("--device", default="N150", help="device profile: N150, N300, T3K, TG, P150")
     p.add_argument("--mesh-shape", help="open the device's chips as RxC (e.g. 2x4 for a T3K split two ways)")
-    p.add_argument("--profile", default="performance", help="optimization profile (configs/optimizations)")
+    p.add_argument("--profile", default="performance", help="optimization profile (tt_models/configs/optimizations)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--max-seq-len", type=int, default=4096)
     p.add_argument("--layers", type=int, help="build only this many layers (default: all)")

@@ -33,7 +33,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--block_size", type=int, default=64)
     p.add_argument("--max_model_len", type=int, default=2048)
     p.add_argument("--additional-config", dest="additional_config", default="{}",
-                   help='JSON, e.g. \'{"tt": {"optimizations": "accuracy", "trace_mode": "all"}}\'')
+                   help='JSON, e.g. \'{"tt": {"optimizations": "accuracy", "trace_mode": "decode_only"}}\'')
     p.add_argument("--measure_perf", action="store_true", help="TTFT, decode tokens/s/user, total tokens/s")
     p.add_argument("--perf_prompt_len", type=int, default=128)
     p.add_argument("--test_increasing_seq_lens", action="store_true",

@@ -1,7 +1,7 @@
-"""The checkpoint matrix on the simulator, every entry: each real checkpoint of configs/checkpoints.yaml x hardware
-profile x target (tt_checks.matrix: the one-chip devices it fits, else the mesh it needs) built with its real widths
-and random weights, prefilled (whole and chunked) and decoded traced at 32 users against HF. Prints a line per cell
-and writes a JSON report; exits non-zero if any cell falls below its PCC threshold or fails to run.
+"""The checkpoint matrix on the simulator, every entry: each real checkpoint of tt_models/configs/checkpoints.yaml x
+hardware profile x target (tt_checks.matrix: the one-chip devices it fits, else the mesh it needs) built with its real
+widths and random weights, prefilled (whole and chunked) and decoded traced at 32 users against HF. Prints a line per
+cell and writes a JSON report; exits non-zero if any cell falls below its PCC threshold or fails to run.
 
     .venv/bin/python scripts/checkpoint_matrix.py --report benchmarks/data/checkpoint_matrix_sim.json
     .venv/bin/python scripts/checkpoint_matrix.py --report benchmarks/data/checkpoint_matrix_sim.json --resume

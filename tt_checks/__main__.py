@@ -56,7 +56,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "'none' to skip); default N150, or none with --checkpoints")
     p.add_argument("--contexts", default="4096,32768", help="contexts of the capacity cases")
     p.add_argument("--checkpoints", default="none",
-                   help="comma list of checkpoints of configs/checkpoints.yaml (hub ids or last parts), or 'all': "
+                   help="comma list of checkpoints of the checkpoint matrix (hub ids or last parts), or 'all': "
                         "each at its real widths (placed-only weights) on the devices tt_checks.matrix gives it, "
                         "--layers layers for the op calls, every layer for the capacity row; a one-chip device it "
                         "does not fit must refuse it at load")

@@ -1,5 +1,5 @@
-"""The checkpoint matrix's targets: on which devices each real checkpoint (configs/checkpoints.yaml) x hardware profile
-is checked, by the simulator tests and by the real-ttnn checker.
+"""The checkpoint matrix's targets: on which devices each real checkpoint (tt_models/configs/checkpoints.yaml) x
+hardware profile is checked, by the simulator tests and by the real-ttnn checker.
 
 A checkpoint runs on every one-chip device whose DRAM holds its weights (N150, P150), and, when one Wormhole chip
 does not, on the smallest tensor-parallel mesh that does (N300, else a T3K as 1x8 and as 2x4, the split a Galaxy
@@ -19,7 +19,7 @@ ARCH = {"N150": "wormhole_b0", "N300": "wormhole_b0", "T3K": "wormhole_b0", "P15
 
 @dataclass(frozen=True)
 class Target:
-    device: str  # device profile (configs/devices)
+    device: str  # device profile (tt_models/configs/devices)
     mesh_shape: tuple[int, int]
 
     @property

@@ -1,5 +1,5 @@
-"""How many KV-cache blocks the TT worker gives vLLM: what the model asks for (configs/models token budget, at least
-one max_model_len request, one block per sequence), capped by what the device's DRAM holds after the weights
+"""How many KV-cache blocks the TT worker gives vLLM: what the model asks for (tt_models/configs/models token budget, at
+least one max_model_len request, one block per sequence), capped by what the device's DRAM holds after the weights
 (tt_models.capacity). Too little room for one max_model_len request fails the load with the device's numbers."""
 
 from __future__ import annotations

@@ -10,13 +10,23 @@ from vllm_patches.tt_config import TTConfig
 
 logger = logging.getLogger(__name__)
 
+# vLLM's --load-format values the TT loader honours, and what each asks the generation class for: the checkpoint's
+# safetensors ("auto"), or every weight placed with its real shape and no values ("dummy": capacity and speed runs).
+LOAD_FORMATS = {"auto": "auto", "safetensors": "auto", "dummy": "dummy"}
+
+
+def tt_load_format(vllm_load_format: Any) -> str:
+    """The generation class's load_format for vLLM's, or a ValueError naming the supported ones."""
+    name = str(getattr(vllm_load_format, "value", vllm_load_format))
+    if name not in LOAD_FORMATS:
+        raise ValueError(f"--load-format {name!r} is not supported on TT; supported: {', '.join(LOAD_FORMATS)}")
+    return LOAD_FORMATS[name]
+
 
 def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig) -> Any:
     mc = vllm_config.model_config
     cls = tt_generation_class(mc.hf_config.architectures)
-    # --load-format dummy places weights without values (capacity and speed runs); everything else reads the
-    # checkpoint through the model's own loader.
-    load_format = "dummy" if str(vllm_config.load_config.load_format) == "dummy" else "auto"
+    load_format = tt_load_format(vllm_config.load_config.load_format)
     logger.info("loading %s for %s (%s profile, %s weights)", cls.__name__, mc.model, tt.optimizations, load_format)
     return cls.initialize_vllm_model(
         mc.hf_config, mesh_device, max_batch_size=vllm_config.scheduler_config.max_num_seqs,

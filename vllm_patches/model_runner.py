@@ -216,8 +216,8 @@ class TTModelRunner:
         seeds, and in decode steps presence / frequency / repetition penalties and logprobs (up to 32, logprobs_mode
         raw_logprobs); min_p, logit_bias, bad_words, allowed_token_ids, min_tokens, custom logits processors, top-k
         beyond 32 (or none, when sampling, unless tt.unset_top_k_on_device), more than 32 logprobs, other logprobs
-        modes and logprob_token_ids are host-only, and so are penalties and logprobs of a prefill step's first
-        token."""
+        modes and logprob_token_ids are host-only, and so is a prefill step's first token (prefill returns logits:
+        tt.sample_on_device(prefill=True) is False)."""
         batch = self.input_batch
         if not self.tt.sample_on_device(prefill) or self.has_custom_logitsprocs:
             return None
@@ -225,7 +225,7 @@ class TTModelRunner:
         full = not md.no_penalties or md.max_num_logprobs is not None  # Generator's "sample_full"
         if md.bad_words_token_ids or md.allowed_token_ids_mask is not None:
             return None
-        if full and (prefill or md.logprob_token_ids or self.sampler.logprobs_mode != "raw_logprobs"
+        if full and (md.logprob_token_ids or self.sampler.logprobs_mode != "raw_logprobs"
                      or not 0 <= (md.max_num_logprobs or 0) <= MAX_LOGPROBS):
             return None
         for req_id in batch.req_ids:
@@ -235,8 +235,6 @@ class TTModelRunner:
         rows = self.max_num_seqs
         if md.all_greedy and not full:
             return TTSamplingParams(temperature=[0.0] * rows)
-        if prefill:
-            return None  # the first token samples on device only when greedy (prefill returns logits)
         temperature, top_k, top_p, seeds = [0.0] * rows, [1] * rows, [1.0] * rows, [None] * rows
         started = []
         for req_id in batch.req_ids:

@@ -41,6 +41,32 @@ def _guard_accelerator_cache_calls() -> None:
 _guard_accelerator_cache_calls()
 
 
+def _default_max_num_seqs_to_the_mesh() -> None:
+    """When the user sets no max_num_seqs, vLLM picks one for its hardware (256 or more), above the 32 users a TT
+    device decodes: `vllm serve MODEL` with no other flag would be refused. Default it to what the replicas serve
+    instead (32 each), before vLLM's own default applies; an explicit value is kept, and refused if larger.
+    Idempotent."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    original = EngineArgs._set_default_max_num_seqs_and_batched_tokens_args
+    if getattr(original, "_tt_default", False):
+        return
+
+    def set_defaults(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.max_num_seqs is None:
+            from generator_vllm import MAX_USERS_PER_DEVICE
+            from vllm_patches.tt_config import TTConfig
+
+            replicas = TTConfig.from_additional_config(self.additional_config).data_parallel
+            self.max_num_seqs = MAX_USERS_PER_DEVICE * replicas
+            logger.info("max_num_seqs not set: %d (%d users per TT device x %d replica(s))", self.max_num_seqs,
+                        MAX_USERS_PER_DEVICE, replicas)
+        return original(self, *args, **kwargs)
+
+    set_defaults._tt_default = True  # type: ignore[attr-defined]
+    EngineArgs._set_default_max_num_seqs_and_batched_tokens_args = set_defaults
+
+
 class TTPlatform(Platform):
     _enum = PlatformEnum.OOT
     device_name = "tt"
@@ -96,6 +122,11 @@ class TTPlatform(Platform):
                                       parameter="logprobs", value=params.logprobs)
 
     @classmethod
+    def pre_register_and_update(cls, parser: Any = None) -> None:
+        """Called by vLLM before it fills in its defaults (EngineArgs.create_engine_config, and the CLI parser)."""
+        _default_max_num_seqs_to_the_mesh()
+
+    @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:
         from vllm_patches.tt_config import TTConfig
 
@@ -115,6 +146,9 @@ class TTPlatform(Platform):
         if model is not None and model.enable_prompt_embeds:
             raise ValueError("enable_prompt_embeds is not supported on TT: TT models embed token ids on the device")
         tt = TTConfig.from_additional_config(vllm_config.additional_config)
+        from vllm_patches.loader import tt_load_format
+
+        tt_load_format(vllm_config.load_config.load_format)  # refused now, not once the engine core starts
         from vllm_patches.shutdown import install_shutdown_grace
 
         install_shutdown_grace()  # this process may run the engine core's process manager
@@ -139,7 +173,7 @@ class TTPlatform(Platform):
         if sched.max_num_seqs > MAX_USERS_PER_DEVICE * dp:
             raise ValueError(
                 f"max_num_seqs={sched.max_num_seqs}: one TT device decodes at most {MAX_USERS_PER_DEVICE} users (its "
-                f"head ops place one user per core; vLLM's defaults are larger). Set max_num_seqs <= "
+                f"head ops place one user per core). Set max_num_seqs <= "
                 f"{MAX_USERS_PER_DEVICE * dp}, and serve more users with data parallel over more devices "
                 f'(additional_config["tt"]["data_parallel"] over the mesh, or vLLM\'s --data-parallel-size)')
         if sched.max_num_seqs % dp:

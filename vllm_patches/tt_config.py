@@ -5,13 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-TRACE_MODES = ("all", "decode_only", "none")
-SAMPLE_ON_DEVICE_MODES = (None, "all", "decode_only")
+TRACE_MODES = ("decode_only", "none")
+SAMPLE_ON_DEVICE_MODES = (None, "decode_only")
+# Tenstorrent's plugin also takes "all" for both; here prefill is neither traced nor sampled on the device, so "all"
+# is refused with the reason rather than accepted and quietly treated as "decode_only".
+_NOT_ALL = {
+    "trace_mode": "prefill is not traced (prompts run untraced, padded to power-of-two buckets); decode is",
+    "sample_on_device_mode": "a prefill step's first token is sampled by vLLM's sampler on the host from the "
+                             "read-back logits; decode steps sample on the device",
+}
 
 
 @dataclass(frozen=True)
 class TTConfig:
-    trace_mode: str = "all"
+    trace_mode: str = "decode_only"
     sample_on_device_mode: str | None = None
     optimizations: str = "performance"
     enable_model_warmup: bool = True
@@ -33,10 +40,10 @@ class TTConfig:
 
     @property
     def trace_decode(self) -> bool:
-        return self.trace_mode in ("all", "decode_only")
+        return self.trace_mode == "decode_only"
 
     def sample_on_device(self, prefill: bool) -> bool:
-        return self.sample_on_device_mode == "all" or (self.sample_on_device_mode == "decode_only" and not prefill)
+        return self.sample_on_device_mode == "decode_only" and not prefill
 
     @classmethod
     def from_additional_config(cls, additional_config: Any) -> TTConfig:
@@ -45,6 +52,9 @@ class TTConfig:
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ValueError(f'additional_config["tt"]: unknown key(s) {unknown}; allowed: {sorted(known)}')
+        for key, why in _NOT_ALL.items():
+            if raw.get(key) == "all":
+                raise ValueError(f'additional_config["tt"]["{key}"]="all" is not supported: {why}; use "decode_only"')
         cfg = cls(**raw)
         if cfg.trace_mode not in TRACE_MODES:
             raise ValueError(f'additional_config["tt"]["trace_mode"]={cfg.trace_mode!r}: expected one of {TRACE_MODES}')

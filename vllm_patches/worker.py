@@ -221,7 +221,7 @@ class TTWorker(WorkerBase):
         runner = self.model_runner
         if self.tt.enable_model_warmup:
             sampling = [None]
-            runner.model.warmup_model_prefill(runner.kv_cache, self.tt.trace_mode == "all", sampling)
+            runner.model.warmup_model_prefill(runner.kv_cache, False, sampling)  # prefill is not traced
             # With on-device sampling a step runs one of four decode traces (device greedy, device sampling,
             # device sampling with penalties / logprobs, or logits for the host when a request needs more): capture
             # all now, so switching never captures while serving.

@@ -1,4 +1,4 @@
-"""configs/*.yaml load into typed settings, and bad files fail with errors naming the problem."""
+"""tt_models/configs/*.yaml load into typed settings, and bad files fail with errors naming the problem."""
 
 import pytest
 

@@ -1,7 +1,7 @@
 """The checkpoint matrix on the simulator: a real checkpoint's widths, heads, KV heads, head_dim, tie, RoPE, bias and
-window (configs/checkpoints.yaml) with `layers` layers of random weights and a small vocabulary, loaded through the
-real loading code on each target of tt_checks.matrix (one chip, or the tensor-parallel mesh the model needs) and
-compared with HF on the same (bf16-rounded) weights: prefill at several lengths (one prompt whole, one in chunks),
+window (tt_models/configs/checkpoints.yaml) with `layers` layers of random weights and a small vocabulary, loaded
+through the real loading code on each target of tt_checks.matrix (one chip, or the tensor-parallel mesh the model needs)
+and compared with HF on the same (bf16-rounded) weights: prefill at several lengths (one prompt whole, one in chunks),
 then traced decode of 32 users with two of them active. Used by tests/models/test_checkpoint_matrix.py (a slice) and
 scripts/checkpoint_matrix.py (every entry, JSON report)."""
 
@@ -165,7 +165,7 @@ def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> di
         gc.collect()
     from tt_models.config import load_model_overrides
 
-    # The profile the model runs (its configs/models overrides, e.g. Llama-3's performance -> performance_bfp4).
+    # The profile the model runs (its per-model overrides, e.g. Llama-3's performance -> performance_bfp4).
     result["runs_profile"] = load_model_overrides(ckpt.hub_id).profile_for(profile)
     result["min_pcc"] = min(result["pcc"].values())
     result["threshold"] = PCC_MIN[result["runs_profile"]]

@@ -5,7 +5,8 @@ Floors are set from the measurement (benchmarks/accuracy.py --markdown; lowest m
 SmolLM2 and the tiny families, then rounded down): reference 100/100 (fp32 pipeline, HF-exact), bf16 96.9/100,
 accuracy 94.5/100, performance 92.5/100 (floor 90/98 as the project sets it), performance_bfp4 64.5/96.4 (its
 3-bit gate/up mantissas move the logits of random tiny models, whose next-token distributions are flat, far more
-than a trained model's: SmolLM2 measures 78.3/98.1 and TT validates this profile per model, see configs/models).
+than a trained model's: SmolLM2 measures 78.3/98.1 and TT validates this profile per model, see
+tt_models/configs/models).
 The simulator is deterministic, so these hold exactly until the numerics change."""
 
 import pytest

@@ -19,8 +19,8 @@ PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List th
 @pytest.mark.parametrize("kw,tt,on", [
     ({}, {"sample_on_device_mode": "decode_only"}, True),
     ({}, {}, False),  # host sampling: every step waits for its logits anyway
-    ({}, {"sample_on_device_mode": "all", "async_decode": False}, False),
-    ({"async_scheduling": False}, {"sample_on_device_mode": "all"}, False),  # vLLM's --no-async-scheduling
+    ({}, {"sample_on_device_mode": "decode_only", "async_decode": False}, False),
+    ({"async_scheduling": False}, {"sample_on_device_mode": "decode_only"}, False),  # vLLM's --no-async-scheduling
 ])
 def test_async_scheduling_config(smollm2_dir, kw, tt, on):
     cfg = EngineArgs(model=smollm2_dir, max_model_len=1024, max_num_seqs=8, additional_config={"tt": tt},
@@ -37,7 +37,7 @@ def test_async_scheduling_needs_the_model_capability(smollm2_dir, monkeypatch):
     caps = {k: v for k, v in TTLlamaForCausalLM.model_capabilities.items() if k != "supports_async_decode"}
     monkeypatch.setattr(TTLlamaForCausalLM, "model_capabilities", caps)
     cfg = EngineArgs(model=smollm2_dir, max_model_len=1024, max_num_seqs=8,
-                     additional_config={"tt": {"sample_on_device_mode": "all"}}).create_engine_config()
+                     additional_config={"tt": {"sample_on_device_mode": "decode_only"}}).create_engine_config()
     assert not cfg.scheduler_config.async_scheduling
 
 
@@ -51,7 +51,7 @@ def _engine(path, async_decode: bool, profile: str = "reference", **kw):
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
     return LLM(model=path, max_num_seqs=4, max_model_len=256, block_size=64, seed=0, **kw,
-               additional_config=tt_options(profile, sample_on_device_mode="all", async_decode=async_decode))
+               additional_config=tt_options(profile, sample_on_device_mode="decode_only", async_decode=async_decode))
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ def test_plan_refuses_an_override_beyond_capacity_and_honours_one_within():
 
 def test_engine_gets_the_models_budget_on_a_device_that_holds_it(llm):
     cfg = llm.llm_engine.vllm_config
-    # configs/models/smollm2.yaml asks for 32768 tokens; the simulated N150 holds far more for SmolLM2.
+    # tt_models/configs/models/smollm2.yaml asks for 32768 tokens; the simulated N150 holds far more for SmolLM2.
     assert cfg.cache_config.num_gpu_blocks == wanted_blocks(32768, 512, 64, 4)
 
 

@@ -98,14 +98,33 @@ def test_settings_applied(smollm2_dir):
     (dict(enable_prompt_embeds=True), "enable_prompt_embeds is not supported on TT"),
     (dict(block_size=48), "multiple of 32"),
     (dict(max_num_seqs=33), r"max_num_seqs=33: one TT device decodes at most 32 users.*data parallel"),
-    (dict(max_num_seqs=None), r"max_num_seqs=\d+: .*vLLM's defaults are larger"),
+    (dict(load_format="pt"), r"--load-format 'pt' is not supported on TT; supported: auto, safetensors, dummy"),
+    (dict(load_format="gguf"), r"--load-format 'gguf' is not supported"),
     (dict(additional_config={"tt": {"trace": "all"}}), r"unknown key\(s\) \['trace'\]"),
     (dict(additional_config={"tt": {"trace_mode": "sometimes"}}), "trace_mode"),
+    (dict(additional_config={"tt": {"trace_mode": "all"}}),
+     r'"trace_mode"\]="all" is not supported: prefill is not traced'),
+    (dict(additional_config={"tt": {"sample_on_device_mode": "all"}}),
+     r'"sample_on_device_mode"\]="all" is not supported: a prefill step\'s first token is sampled by vLLM\'s sampler'),
     (dict(additional_config={"tt": {"optimizations": "fastest"}}), "unknown optimization 'fastest'"),
 ])
 def test_refusals(smollm2_dir, kw, match):
     with pytest.raises(Exception, match=match):
         config(smollm2_dir, **kw)
+
+
+@pytest.mark.parametrize("additional,users", [(None, 32), ({"tt": {"data_parallel": 2}}, 64)])
+def test_max_num_seqs_defaults_to_what_the_replicas_decode(smollm2_dir, caplog, additional, users):
+    """Unset (as `vllm serve MODEL` leaves it), max_num_seqs is 32 per replica, not vLLM's hardware default (256 or
+    more, which the device refuses); an explicit value is the user's (above: 33 is refused)."""
+    import logging
+
+    kw = {} if additional is None else {"additional_config": additional}
+    with caplog.at_level(logging.INFO, logger="vllm_patches"):
+        cfg = config(smollm2_dir, max_num_seqs=None, **kw)
+    assert cfg.scheduler_config.max_num_seqs == users
+    assert any(f"max_num_seqs not set: {users}" in r.getMessage() for r in caplog.records)
+    assert config(smollm2_dir, max_num_seqs=8, **kw).scheduler_config.max_num_seqs == 8
 
 
 def test_tt_config_defaults():

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
+# Shipped inside the package (package data), so a wheel install finds them wherever it is run from.
+CONFIG_ROOT = Path(str(files("tt_models") / "configs"))
 
 
 class ConfigError(ValueError):
