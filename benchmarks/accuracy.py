@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--prefill", type=int, default=128)
     p.add_argument("--users", type=int, default=8)
     p.add_argument("--steps", type=int, default=80)
-    p.add_argument("--markdown", action="store_true", help="also print the README table")
+    p.add_argument("--markdown", action="store_true", help="also print the table of docs/precision.md")
     args = p.parse_args(argv)
     ids = text_tokens()
     rows = []

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 def torch_step(k_cache, v_cache, q, k_new, v_new, pos, page_table, bs, scale):

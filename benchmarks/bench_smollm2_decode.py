@@ -32,7 +32,7 @@ from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from generator_vllm import TTLlamaForCausalLM  # noqa: E402
 from tt_models.backend import ttnn  # noqa: E402
 from tt_models.checkpoint import default_model_dir  # noqa: E402
-from tt_models.sim.ttnn.compute import bf16_gemm_is_native  # noqa: E402
+from ttnn_sim.compute import bf16_gemm_is_native  # noqa: E402
 
 BLOCK = 64
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}

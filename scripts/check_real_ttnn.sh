@@ -12,13 +12,13 @@
 #
 # What it sets up: .venv-ttnn (Python 3.12: ttnn 0.81.1 ships cp310/cp312 wheels only) with ttnn==0.81.1,
 # torch 2.13.0 and this package from the checkout; Debian's binutils-riscv64-unknown-elf (kernel links); a stand-in
-# for the SFPI RISC-V compiler (scripts/real_ttnn/riscv-tt-elf-g++) where the wheel looks for it; and, under
+# for the SFPI RISC-V compiler (tt_checks/mock_device/riscv-tt-elf-g++) where the wheel looks for it; and, under
 # .cache/real_ttnn/, the compiler's stub object and tt-metal's build cache (TT_METAL_CACHE). Mock cluster
-# descriptors are scripts/real_ttnn/clusters/<DEVICE>.yaml (TT_METAL_MOCK_CLUSTER_DESC_PATH).
+# descriptors are tt_checks/mock_device/clusters/<DEVICE>.yaml (TT_METAL_MOCK_CLUSTER_DESC_PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-HERE="$ROOT/scripts/real_ttnn"
+HERE="$ROOT/tt_checks/mock_device"
 # Both may live outside the checkout (CI keeps them between runs on one machine): TT_CHECK_VENV, TT_CHECK_WORK.
 VENV="${TT_CHECK_VENV:-$ROOT/.venv-ttnn}"
 WORK="${TT_CHECK_WORK:-$ROOT/.cache/real_ttnn}"

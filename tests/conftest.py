@@ -30,7 +30,7 @@ def _no_simulated_device_left_open(request):
     open each chip once: a device left open fails whichever module the same process runs next, which depends on how
     pytest-xdist shares the files out. The module that leaked is named here, and its devices closed."""
     yield
-    from tt_models.sim.ttnn import device as sim_device
+    from ttnn_sim import device as sim_device
 
     left = list(sim_device._open)
     for dev in left:

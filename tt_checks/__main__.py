@@ -20,7 +20,7 @@ from typing import Any
 from tt_checks.report import Call, Rule, summary
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTERS = Path(os.environ.get("TT_MOCK_CLUSTER_DIR", ROOT / "scripts" / "real_ttnn" / "clusters"))
+CLUSTERS = Path(os.environ.get("TT_MOCK_CLUSTER_DIR", ROOT / "tt_checks" / "mock_device" / "clusters"))
 ONE_CHIP_DEVICES = ("N150", "P150")
 # Multi-chip mocks (opened with the 1-D fabric, as the vLLM worker opens a mesh) run the models data parallel, one
 # replica per chip on submeshes, or with --parallel tp tensor parallel over all their chips (the tiny families widened

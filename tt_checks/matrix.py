@@ -31,7 +31,7 @@ class Target:
 def dram_free_per_chip(device: str) -> int:
     """DRAM a chip of this device profile has for weights and KV: its banks, less the trace region."""
     from tt_models.config import load_device_profile
-    from tt_models.sim.ttnn.chips import CHIPS
+    from ttnn_sim.chips import CHIPS
 
     chip = CHIPS[ARCH[device]]
     trace = load_device_profile(device).trace_region_size

@@ -31,7 +31,7 @@ def _cases(module: str, match: str | None) -> list[tuple[str, dict]]:
 
 
 def record(module: str, match: str | None) -> int:
-    os.environ.setdefault("TT_METAL_MOCK_CLUSTER_DESC_PATH", str(ROOT / "scripts" / "real_ttnn" / "clusters"
+    os.environ.setdefault("TT_METAL_MOCK_CLUSTER_DESC_PATH", str(ROOT / "tt_checks" / "mock_device" / "clusters"
                                                                    / "N150.yaml"))
     import ttnn
 
@@ -51,7 +51,7 @@ def record(module: str, match: str | None) -> int:
 
 
 def compare(module: str, match: str | None) -> int:
-    from tt_models.sim import ttnn
+    import ttnn_sim as ttnn
 
     rows = json.loads((OUT / f"{module}.json").read_text())
     dev = ttnn.open_device(device_id=0)

@@ -37,7 +37,7 @@ def get_ttnn() -> ModuleType:
     if want not in ("", "sim", "ttnn"):
         raise ValueError(f"TT_BACKEND={want!r}: expected 'sim' or 'ttnn'")
     if want == "sim":
-        from tt_models.sim import ttnn as sim
+        import ttnn_sim as sim
 
         _chosen, why = sim, "TT_BACKEND=sim"
     else:
@@ -47,7 +47,7 @@ def get_ttnn() -> ModuleType:
         elif want == "ttnn":
             raise RuntimeError(f"TT_BACKEND=ttnn but {why}")
         else:
-            from tt_models.sim import ttnn as sim
+            import ttnn_sim as sim
 
             _chosen, why = sim, f"{why}; using the simulator"
     logger.info("TT backend: %s (%s)", "simulator" if is_simulator(_chosen) else "ttnn", why)

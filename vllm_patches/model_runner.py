@@ -26,9 +26,8 @@ from vllm.v1.sample.sampler import Sampler
 from vllm.v1.structured_output.utils import apply_grammar_bitmask
 from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
-from tt_models.layers.logprobs import MAX_LOGPROBS
 from tt_models.layers.sampling import MAX_TOP_K
-from tt_models.sampling import TTSamplingParams, sampling_mode
+from tt_models.sampling import MAX_LOGPROBS, TTSamplingParams, sampling_mode
 from vllm_patches.async_decode import AsyncDecoder, AsyncTTModelRunnerOutput
 from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib
 
+from tt_models.model_args import SUPPORTED_ARCHITECTURES
+
 # vLLM architecture name -> (vLLM-facing adapter, TT generation class), both "module:Class" (imported lazily).
 TT_ARCHITECTURES = {
-    f"TT{arch}": (f"vllm_patches.models:TT{arch}", f"generator_vllm:TT{arch}")
-    for arch in ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM")
+    f"TT{arch}": (f"vllm_patches.models:TT{arch}", f"generator_vllm:TT{arch}") for arch in SUPPORTED_ARCHITECTURES
 }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 TRACE_MODES = ("decode_only", "none")
 SAMPLE_ON_DEVICE_MODES = (None, "decode_only")
+DISPATCH_CORE_AXES = (None, "row", "col")
 # Tenstorrent's plugin also takes "all" for both; here prefill is neither traced nor sampled on the device, so "all"
 # is refused with the reason rather than accepted and quietly treated as "decode_only".
 _NOT_ALL = {
@@ -38,6 +39,13 @@ class TTConfig:
     # does: the distribution loses its tail beyond the 32 best tokens, and the batch stays on the device.
     unset_top_k_on_device: bool = False
 
+    def dispatch_core_config(self, ttnn: Any) -> Any:
+        """ttnn.open_mesh_device's dispatch_core_config for dispatch_core_axis ("row" / "col": which edge of the
+        worker grid runs the command dispatcher), or None for the device's default."""
+        if self.dispatch_core_axis is None:
+            return None
+        return ttnn.DispatchCoreConfig(axis=getattr(ttnn.DispatchCoreAxis, self.dispatch_core_axis.upper()))
+
     @property
     def trace_decode(self) -> bool:
         return self.trace_mode == "decode_only"
@@ -61,6 +69,9 @@ class TTConfig:
         if cfg.sample_on_device_mode not in SAMPLE_ON_DEVICE_MODES:
             raise ValueError(f'additional_config["tt"]["sample_on_device_mode"]={cfg.sample_on_device_mode!r}: '
                              f"expected one of {SAMPLE_ON_DEVICE_MODES}")
+        if cfg.dispatch_core_axis not in DISPATCH_CORE_AXES:
+            raise ValueError(f'additional_config["tt"]["dispatch_core_axis"]={cfg.dispatch_core_axis!r}: expected one '
+                             f"of {DISPATCH_CORE_AXES}")
         if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
             raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
                              f">= 1")

@@ -111,6 +111,7 @@ class TTWorker(WorkerBase):
         self.mesh_device = ttnn.open_mesh_device(
             ttnn.MeshShape(rows, cols), l1_small_size=self.tt.l1_small_size,
             trace_region_size=self.tt.trace_region_size, worker_l1_size=self.tt.worker_l1_size,
+            dispatch_core_config=self.tt.dispatch_core_config(ttnn),
             physical_device_ids=ids)
         logger.info("opened TT mesh %s on devices %s (%s%s)", (rows, cols), self.mesh_device.get_device_ids(),
                     "simulator" if is_simulator(ttnn) else "ttnn",

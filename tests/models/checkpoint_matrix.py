@@ -64,9 +64,9 @@ def load_hf(path: Path) -> torch.nn.Module:
 
 def open_target(target: Any) -> Any:
     """A simulated mesh of the target's chips (Blackhole for P150), with the fabric the collectives need."""
+    import ttnn_sim as ttnn
     from tt_checks.matrix import ARCH
     from tt_models.config import load_device_profile
-    from tt_models.sim import ttnn
 
     os.environ["TT_SIM_CHIP"] = ARCH[target.device]
     rows, cols = target.mesh_shape
@@ -77,7 +77,7 @@ def open_target(target: Any) -> Any:
 
 
 def close_target(mesh: Any) -> None:
-    from tt_models.sim import ttnn
+    import ttnn_sim as ttnn
 
     n = mesh.get_num_devices()
     ttnn.close_mesh_device(mesh)

@@ -1,5 +1,5 @@
-"""Teacher-forced token accuracy against HF, per profile (benchmarks/accuracy.py; the README's table is its output):
-640 positions of a fixed text, each model's top-1 next token against HF's top-1 (top-1) and HF's top-5 (top-5).
+"""Teacher-forced token accuracy against HF, per profile (benchmarks/accuracy.py; docs/precision.md's table is its
+output): 640 positions of a fixed text, each model's top-1 next token against HF's top-1 (top-1) and HF's top-5 (top-5).
 
 Floors are set from the measurement (benchmarks/accuracy.py --markdown; lowest measured value per profile across
 SmolLM2 and the tiny families, then rounded down): reference 100/100 (fp32 pipeline, HF-exact), bf16 96.9/100,

@@ -173,7 +173,7 @@ def test_bad_input_is_refused_clearly(llama, mesh_device):
 
 def test_converted_weights_are_cached_on_disk(mesh_device, tiny_root, monkeypatch, tmp_path):
     """The first start rounds every weight into its TT dtype and stores it; the second loads the stored tensors."""
-    import tt_models.sim.ttnn.tensor as sim_tensor
+    import ttnn_sim.tensor as sim_tensor
 
     monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path))  # empty cache for this test
 

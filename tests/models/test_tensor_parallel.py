@@ -243,7 +243,7 @@ BATCH_2D, SLOTS_2D = 32, [3, 29]
 @contextlib.contextmanager
 def galaxy_host(monkeypatch):
     """The simulated host with a Galaxy's 32 chips (it has 8 by default)."""
-    import tt_models.sim.ttnn.device as device_mod
+    import ttnn_sim.device as device_mod
 
     monkeypatch.setattr(device_mod, "SIM_NUM_DEVICES", 32)
     yield

@@ -1,6 +1,6 @@
 import pytest
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 @pytest.fixture

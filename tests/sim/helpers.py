@@ -2,7 +2,7 @@
 
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 def dev_tensor(x: torch.Tensor, device, dtype=None, layout=ttnn.TILE_LAYOUT, memory_config=None) -> ttnn.Tensor:

@@ -1,7 +1,7 @@
 """Every op the simulator implements exists at the same qualified path as in the real ttnn 0.81.1 and accepts the
 parameters the real op declares (names, and keyword-only where the real op is keyword-only).
 
-tests/ttnn_api_0.81.1.json is recorded from the real library by scripts/ttnn_oracle/dump_api.py."""
+tests/ttnn_api_0.81.1.json is recorded from the real library by tt_checks/oracle/dump_api.py."""
 
 import inspect
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 API = json.loads((Path(__file__).parent.parent / "ttnn_api_0.81.1.json").read_text())
 OPS = {name: spec for name, spec in API["ops"].items() if spec.get("exists", True)}

@@ -4,7 +4,7 @@ the real ttnn 0.81.1 on a mock N150 (scripts/check_real_ttnn.sh --python, probes
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 # Real: Tile(shape) -> face_shape, num_faces, partial_face, narrow_tile, tile bytes in bf16 / fp32 / bfloat8_b.
 REAL_TILES = {

@@ -17,7 +17,7 @@ def _reset():
 
 def test_forced_simulator(monkeypatch):
     monkeypatch.setenv("TT_BACKEND", "sim")
-    from tt_models.sim import ttnn
+    import ttnn_sim as ttnn
 
     assert backend.get_ttnn() is ttnn and backend.is_simulator()
 

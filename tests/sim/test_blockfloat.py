@@ -1,6 +1,6 @@
 """bfloat8_b / bfloat4_b block-float rounding.
 
-The fixtures were recorded from the real ttnn 0.81.1 host packer (scripts/ttnn_oracle/gen_blockfloat_fixtures.py):
+The fixtures were recorded from the real ttnn 0.81.1 host packer (tt_checks/oracle/gen_blockfloat_fixtures.py):
 the simulator must reproduce them bit for bit. Further checks compare with an independent per-value reference
 written straight from the format's definition, and check idempotence."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "blockfloat_ttnn_0.81.1.npz"
 FORMATS = {"bfloat8_b": (ttnn.bfloat8_b, 6), "bfloat4_b": (ttnn.bfloat4_b, 2)}

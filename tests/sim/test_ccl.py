@@ -10,8 +10,8 @@ all_gather, and reduce_scatter needs the scatter dim to split into whole tiles p
 import pytest
 import torch
 
-from tt_models.sim import ttnn
-from tt_models.sim.ttnn.blockfloat import quantize_block_float
+import ttnn_sim as ttnn
+from ttnn_sim.blockfloat import quantize_block_float
 
 
 @pytest.fixture

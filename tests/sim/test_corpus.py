@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import ttnn_sim as ttnn
 from tt_checks.corpus import run_call
-from tt_models.sim import ttnn
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "ttnn_corpus_0.81.1.json"
 CORPUS = json.loads(FIXTURE.read_text())

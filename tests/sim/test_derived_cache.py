@@ -7,7 +7,7 @@ import weakref
 
 import torch
 
-from tt_models.sim.ttnn.compute import _DERIVED, derived
+from ttnn_sim.compute import _DERIVED, derived
 
 
 def test_a_derived_view_does_not_keep_its_source_alive():

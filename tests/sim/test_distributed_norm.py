@@ -7,7 +7,7 @@ ttnn by tests/sim/test_rules.py (corpus cases tt_checks/cases_distributed_norm.p
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 EPS = 1e-5
 

@@ -4,7 +4,7 @@ on a closed device, during a trace capture, or for anything that is not an event
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 def test_event_after_a_non_blocking_replay(device):

@@ -6,7 +6,7 @@ input's dtype. Their argument checks are held to the real ttnn by tests/sim/test
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 def _mask(batch: int, w: int, seed: int = 0) -> torch.Tensor:

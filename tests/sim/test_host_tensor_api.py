@@ -6,7 +6,7 @@ arguments of one cached program (tt-metal's test_paged_update_cache.py asserts o
 import pytest
 import torch
 
-from tt_models.sim import ttnn
+import ttnn_sim as ttnn
 
 
 def test_tensor_to_has_the_real_overloads(device):

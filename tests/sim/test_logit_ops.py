@@ -6,8 +6,8 @@ add(counts, x, output_tensor=counts) accumulates into the caller's tensor on eve
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.sim.helpers import bf16, dev_tensor, host
-from tt_models.sim import ttnn
 
 B, V = 32, 96
 

@@ -17,8 +17,8 @@ Each test also checks that the option matters: the output is far from what the o
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.sim.helpers import bf16, dev_tensor, host
-from tt_models.sim import ttnn
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.conftest import pcc
 from tests.sim.helpers import bf16, dev_tensor, host, per_user
-from tt_models.sim import ttnn
 
 BF16_REL = 2**-8
 
@@ -35,7 +35,7 @@ def test_bf16_gemm_formulations_agree(device, monkeypatch, gemm, m):
     """bf16 GEMMs run as torch bf16 GEMMs or as fp32 GEMMs on the same values depending on the CPU and row count
     (compute.bf16_gemm_is_native); every formulation must round the fp32-accumulated product once, as the device
     does, and reuse no weight form across a write to the weight."""
-    from tt_models.sim.ttnn import compute
+    from ttnn_sim import compute
 
     monkeypatch.setenv("TT_SIM_BF16_GEMM", gemm)
     compute._cpu_has_bf16_gemm.cache_clear()

@@ -4,8 +4,8 @@ positions including -1 (empty decode slots)."""
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.sim.helpers import bf16, dev_tensor, host, per_user
-from tt_models.sim import ttnn
 
 
 def random_page_table(users: int, blocks_per_user: int, num_blocks: int) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Every validation rule the simulator enforces (tt_models/sim/ttnn/rules.py) is held to the real ttnn both ways:
+"""Every validation rule the simulator enforces (ttnn_sim/rules.py) is held to the real ttnn both ways:
 its breaking corpus cases are rejected by the real ttnn 0.81.1 (recorded in tests/fixtures/ttnn_corpus_0.81.1.json)
 and by the simulator, each with this rule's message, and its last case, the nearest valid call, is accepted by both.
 docs/ttnn-validation.md is the registry's text."""
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+import ttnn_sim as ttnn
 from tt_checks.corpus import run_call
-from tt_models.sim import ttnn
-from tt_models.sim.ttnn.rules import all_rules, markdown
+from ttnn_sim.rules import all_rules, markdown
 
 ROOT = Path(__file__).parents[2]
 CASES = {c["name"]: c for c in json.loads((ROOT / "tests/fixtures/ttnn_corpus_0.81.1.json").read_text())["cases"]}

@@ -6,8 +6,8 @@ import pytest
 import torch
 from vllm.v1.sample.ops.topk_topp_sampler import apply_top_k_top_p
 
-from tt_models.sim import ttnn
-from tt_models.sim.ttnn.sampling import sample_rows
+import ttnn_sim as ttnn
+from ttnn_sim.sampling import sample_rows
 
 W = 64
 

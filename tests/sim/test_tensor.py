@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.sim.helpers import bf16, dev_tensor, host
-from tt_models.sim import ttnn
 
 
 def test_round_trip_dtypes(device):

@@ -4,9 +4,9 @@ running the same ops eagerly; host reads and device open/close during capture ra
 import pytest
 import torch
 
+import ttnn_sim as ttnn
 from tests.sim.helpers import bf16, per_user
 from tt_models.layouts import dram_sharded_weight
-from tt_models.sim import ttnn
 
 USERS, NH, NKV, HD, DIM, VOCAB, BS, BLOCKS, WIDTH = 32, 4, 2, 32, 128, 256, 32, 80, 2
 

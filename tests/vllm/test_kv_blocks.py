@@ -52,6 +52,6 @@ def test_engine_refuses_at_load_an_override_the_device_cannot_hold(smollm2_dir, 
                      num_gpu_blocks_override=10**7)
         shutdown(engine)
     # The failed start closed the device: this process can open it again (to retry with other options).
-    from tt_models.sim import ttnn
+    import ttnn_sim as ttnn
 
     ttnn.close_device(ttnn.open_device(device_id=0))

@@ -127,6 +127,17 @@ def test_max_num_seqs_defaults_to_what_the_replicas_decode(smollm2_dir, caplog, 
     assert config(smollm2_dir, max_num_seqs=8, **kw).scheduler_config.max_num_seqs == 8
 
 
+def test_dispatch_core_axis_becomes_the_meshs_dispatch_core_config():
+    import ttnn_sim as ttnn
+
+    assert TTConfig().dispatch_core_config(ttnn) is None
+    for axis, want in (("row", ttnn.DispatchCoreAxis.ROW), ("col", ttnn.DispatchCoreAxis.COL)):
+        cfg = TTConfig.from_additional_config({"tt": {"dispatch_core_axis": axis}}).dispatch_core_config(ttnn)
+        assert cfg.axis is want and cfg.type is ttnn.DispatchCoreType.WORKER
+    with pytest.raises(ValueError, match=r"dispatch_core_axis.*'diagonal'.*expected one of \(None, 'row', 'col'\)"):
+        TTConfig.from_additional_config({"tt": {"dispatch_core_axis": "diagonal"}})
+
+
 def test_tt_config_defaults():
     tt = TTConfig.from_additional_config({})
     assert tt.trace_decode and tt.optimizations == "performance" and not tt.sample_on_device(prefill=False)
@@ -147,3 +158,20 @@ def test_request_refusals_are_client_errors():
     with pytest.raises(VLLMValidationError, match="logprobs=21: TT returns at most 20"):
         TTPlatform.validate_request(None, SamplingParams(logprobs=21))
     TTPlatform.validate_request(None, SamplingParams(logprobs=20, prompt_logprobs=20))
+
+
+def test_one_list_of_architectures():
+    """tt_models.model_args.SUPPORTED_ARCHITECTURES is the one list: vLLM's registry entries, their adapters and the
+    generation classes all follow it."""
+    import importlib
+
+    from generator_vllm import TT_CLASSES
+    from tt_models.model_args import SUPPORTED_ARCHITECTURES
+    from vllm_patches.registry import TT_ARCHITECTURES
+
+    assert set(TT_CLASSES) == set(SUPPORTED_ARCHITECTURES)
+    assert set(TT_ARCHITECTURES) == {f"TT{a}" for a in SUPPORTED_ARCHITECTURES}
+    for adapter, generation in TT_ARCHITECTURES.values():
+        for target in (adapter, generation):
+            module, name = target.split(":")
+            assert hasattr(importlib.import_module(module), name), target

@@ -15,7 +15,6 @@ from tt_models.backend import ttnn
 
 F32 = ttnn.float32
 DRAM = ttnn.DRAM_MEMORY_CONFIG  # [rows, vocab] intermediates: the logits may sit in L1, their copies need not
-MAX_LOGPROBS = 32  # the candidates one topk pass hands back per user
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """pytest plugin: run Tenstorrent's own ttnn unit tests, unchanged, against the simulator.
 
-Loaded with ``-p ttmetal_sim_plugin`` (scripts/tt_metal_unit on PYTHONPATH) by ``run.py``. It
+Loaded with ``-p ttmetal_sim_plugin`` (tt_checks/tt_metal_unit on PYTHONPATH) by ``run.py``. It
 
-* makes ``import ttnn`` (and ``import ttnn.<submodule>``) resolve to ``tt_models.sim.ttnn``, before any test module
+* makes ``import ttnn`` (and ``import ttnn.<submodule>``) resolve to ``ttnn_sim``, before any test module
   is imported;
 * provides the fixtures tt-metal's root ``conftest.py`` gives its tests (``device``, ``device_params`` with indirect
   parametrization, ``mesh_device``, ``reset_seeds``, ``function_level_defaults``, ``use_program_cache``, ...) with the
@@ -35,10 +35,10 @@ import torch
 
 def _alias_simulator_as_ttnn() -> None:
     """Register the simulator package and every submodule under the name ``ttnn``."""
-    sim = importlib.import_module("tt_models.sim.ttnn")
+    sim = importlib.import_module("ttnn_sim")
     sys.modules["ttnn"] = sim
     for info in pkgutil.iter_modules(sim.__path__):
-        module = importlib.import_module(f"tt_models.sim.ttnn.{info.name}")
+        module = importlib.import_module(f"ttnn_sim.{info.name}")
         sys.modules[f"ttnn.{info.name}"] = module
 
 

@@ -1,8 +1,8 @@
 """Run the fetched tt-metal unit tests against the simulator and write the pass-rate summary.
 
-    .venv/bin/python scripts/tt_metal_unit/run.py                 # every test file in manifest.yaml
-    .venv/bin/python scripts/tt_metal_unit/run.py --files argmax  # only files whose path contains 'argmax'
-    .venv/bin/python scripts/tt_metal_unit/run.py --no-write      # print, do not rewrite the committed JSON
+    .venv/bin/python tt_checks/tt_metal_unit/run.py                 # every test file in manifest.yaml
+    .venv/bin/python tt_checks/tt_metal_unit/run.py --files argmax  # only files whose path contains 'argmax'
+    .venv/bin/python tt_checks/tt_metal_unit/run.py --no-write      # print, do not rewrite the committed JSON
 
 Each test file runs in its own pytest process (a crash or an out-of-memory kill costs one file, not the run), with
 ``ttmetal_sim_plugin`` making ``import ttnn`` the simulator. Results go to benchmarks/data/tt_metal_unit_tests.json:
@@ -118,7 +118,7 @@ def main() -> int:
     files = [t["path"] for t in manifest["tests"] if args.files in t["path"]]
     missing = [p for p in files if not (CACHE / p).exists()]
     if missing:
-        print("not fetched (run scripts/tt_metal_unit/fetch.py first):", *missing, sep="\n  ", file=sys.stderr)
+        print("not fetched (run tt_checks/tt_metal_unit/fetch.py first):", *missing, sep="\n  ", file=sys.stderr)
         return 2
 
     per_file = []
@@ -140,7 +140,7 @@ def main() -> int:
             classes[r["reason"]] += r["count"]
     result = {
         "repo": manifest["repo"],
-        "simulator": "tt_models.sim.ttnn (mirrors ttnn 0.81.1)",
+        "simulator": "ttnn_sim (mirrors ttnn 0.81.1)",
         "per_test_timeout_s": timeout_s,
         "files": len(per_file),
         "tests": ran + totals["skipped"],

@@ -1,7 +1,7 @@
 """Fetch the tt-metal unit tests and helpers listed in manifest.yaml into .cache/tt-metal-tests/ (git-ignored).
 
-    .venv/bin/python scripts/tt_metal_unit/fetch.py            # download what is missing, verify everything
-    .venv/bin/python scripts/tt_metal_unit/fetch.py --verify   # only check the files already there
+    .venv/bin/python tt_checks/tt_metal_unit/fetch.py            # download what is missing, verify everything
+    .venv/bin/python tt_checks/tt_metal_unit/fetch.py --verify   # only check the files already there
 
 Files come byte-for-byte from raw.githubusercontent.com at the commit the manifest records and are checked against
 its length (characters) and sha256; nothing is edited. ``source: wheel:<path>`` entries are copied from the real
@@ -54,7 +54,7 @@ def main() -> int:
     manifest = yaml.safe_load((HERE / "manifest.yaml").read_text())
     problems = 0
     for entry in manifest["helpers"] + manifest["tests"]:
-        if "standin" in entry:  # ours, used from scripts/tt_metal_unit/standins via PYTHONPATH
+        if "standin" in entry:  # ours, used from tt_checks/tt_metal_unit/standins via PYTHONPATH
             continue
         target = CACHE / entry["path"]
         if not target.exists() and not args.verify:

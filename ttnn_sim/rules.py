@@ -2,7 +2,7 @@
 (TT_FATAL's text, `{}` where the real message prints a value), the tt-metal source that checks it, and the names of
 the differential-corpus cases that test it both ways (a call that breaks it, then the nearest call that passes).
 
-`docs/ttnn-validation.md` is generated from this registry (python -m tt_models.sim.ttnn.rules), and
+`docs/ttnn-validation.md` is generated from this registry (python -m ttnn_sim.rules), and
 tests/sim/test_rules.py holds every rule to its cases: the real ttnn (recorded in the corpus) and the simulator both
 reject the breaking call with this rule's message and both accept the valid one.
 """
@@ -79,7 +79,7 @@ def all_rules() -> list[Rule]:
 
 def markdown() -> str:
     lines = ["# TT-NN validation rules the simulator enforces", "",
-             "Generated from `tt_models/sim/ttnn/rules.py` (`python scripts/gen_validation_doc.py`). Each rule is what",
+             "Generated from `ttnn_sim/rules.py` (`python scripts/gen_validation_doc.py`). Each rule is what",
              "ttnn 0.81.1 enforces, with its message (`{}` marks a printed value), the tt-metal source that checks it,",
              "and the differential-corpus cases (tests/fixtures/ttnn_corpus_0.81.1.json) that test it both ways: the",
              "first case(s) break the rule and are rejected by the real ttnn and by the simulator with this message,",

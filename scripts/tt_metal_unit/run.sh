@@ -1,8 +1,0 @@
-#!/usr/bin/env bash
-# Tenstorrent's own ttnn unit tests against the simulator (developer measurement; needs GitHub for the fetch).
-#   ./scripts/tt_metal_unit/run.sh                 # fetch what is missing, verify, run all, rewrite the JSON summary
-#   ./scripts/tt_metal_unit/run.sh --files softmax # run a subset (does not rewrite the JSON)
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-.venv/bin/python scripts/tt_metal_unit/fetch.py
-exec .venv/bin/python scripts/tt_metal_unit/run.py "$@"
