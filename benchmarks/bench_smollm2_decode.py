@@ -59,7 +59,7 @@ def sim_decode_tps(tt, kv, batch: int, prompt_len: int, steps: int) -> float:
 
 
 _VALIDATION_FN = re.compile(r"(^|_)(check|validate|require)|^pattern$")
-_VALIDATION_FILES = ("/sim/ttnn/rules.py", "/sim/ttnn/placement.py")
+_VALIDATION_FILES = ("/ttnn_sim/rules.py", "/ttnn_sim/placement.py")
 
 
 def validation_share(tt, kv, batch: int, prompt_len: int, steps: int, trace: bool) -> float:
@@ -80,7 +80,7 @@ def validation_share(tt, kv, batch: int, prompt_len: int, steps: int, trace: boo
     total = validation = 0.0
     for (path, _, name), (_, _, self_time, _, _) in pstats.Stats(prof).stats.items():
         total += self_time
-        if "/sim/ttnn/" in path and (_VALIDATION_FN.search(name) or path.endswith(_VALIDATION_FILES)):
+        if "/ttnn_sim/" in path and (_VALIDATION_FN.search(name) or path.endswith(_VALIDATION_FILES)):
             validation += self_time
     return validation / max(total, 1e-9)
 

@@ -41,32 +41,6 @@ def _guard_accelerator_cache_calls() -> None:
 _guard_accelerator_cache_calls()
 
 
-def _default_max_num_seqs_to_the_mesh() -> None:
-    """When the user sets no max_num_seqs, vLLM picks one for its hardware (256 or more), above the 32 users a TT
-    device decodes: `vllm serve MODEL` with no other flag would be refused. Default it to what the replicas serve
-    instead (32 each), before vLLM's own default applies; an explicit value is kept, and refused if larger.
-    Idempotent."""
-    from vllm.engine.arg_utils import EngineArgs
-
-    original = EngineArgs._set_default_max_num_seqs_and_batched_tokens_args
-    if getattr(original, "_tt_default", False):
-        return
-
-    def set_defaults(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.max_num_seqs is None:
-            from generator_vllm import MAX_USERS_PER_DEVICE
-            from vllm_patches.tt_config import TTConfig
-
-            replicas = TTConfig.from_additional_config(self.additional_config).data_parallel
-            self.max_num_seqs = MAX_USERS_PER_DEVICE * replicas
-            logger.info("max_num_seqs not set: %d (%d users per TT device x %d replica(s))", self.max_num_seqs,
-                        MAX_USERS_PER_DEVICE, replicas)
-        return original(self, *args, **kwargs)
-
-    set_defaults._tt_default = True  # type: ignore[attr-defined]
-    EngineArgs._set_default_max_num_seqs_and_batched_tokens_args = set_defaults
-
-
 class TTPlatform(Platform):
     _enum = PlatformEnum.OOT
     device_name = "tt"
@@ -124,7 +98,9 @@ class TTPlatform(Platform):
     @classmethod
     def pre_register_and_update(cls, parser: Any = None) -> None:
         """Called by vLLM before it fills in its defaults (EngineArgs.create_engine_config, and the CLI parser)."""
-        _default_max_num_seqs_to_the_mesh()
+        from vllm_patches.engine_args import install_engine_arg_hooks
+
+        install_engine_arg_hooks()
 
     @classmethod
     def check_and_update_config(cls, vllm_config: VllmConfig) -> None:

@@ -92,3 +92,37 @@ def test_a_hub_id_not_in_the_cache_gets_hugging_faces_error(tmp_path):
     # Hugging Face's own offline error, raised before the TT platform sees a model.
     assert last.startswith("huggingface_hub.errors.LocalEntryNotFoundError"), run.stderr[-3000:]
     assert "vllm_patches" not in run.stderr and "tt_models" not in run.stderr, run.stderr[-3000:]
+
+
+def test_a_users_gguf_file_is_served_token_exact_with_hf(tmp_path, monkeypatch):
+    """A GGUF file path as the model (here SmolLM2's Q4_1 / Q8_0 file, copied where a user keeps it): converted once
+    into the cache, its own tokenizer, served under the path the user gave, and greedy token for token with HF
+    reading the same file (its dequantized weights rounded to bf16, as the TT model stores them; reference profile)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from vllm import LLM, SamplingParams
+
+    from tests.vllm.conftest import check_against_hf, shutdown, tt_options
+    from tt_models.checkpoint.gguf import default_gguf_path
+
+    monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "models" / "my-smollm2.Q4_1.gguf"
+    gguf.parent.mkdir()
+    shutil.copy(default_gguf_path(), gguf)
+    engine = LLM(model=str(gguf), max_num_seqs=4, max_model_len=256, seed=0,
+                 additional_config=tt_options("reference"))
+    try:
+        assert engine.llm_engine.model_config.served_model_name == str(gguf)
+        prompts = ["The capital of France is", "def fibonacci(n):"]
+        outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=8))
+    finally:
+        shutdown(engine)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    with torch.no_grad():  # transformers refuses .to() on a GGUF-loaded model: round each weight in place
+        for w in hf.parameters():
+            w.copy_(w.to(torch.bfloat16))
+    hf.eval()
+    for prompt, out in zip(prompts, outs, strict=True):
+        assert list(out.prompt_token_ids) == tok(prompt).input_ids  # the GGUF's own tokenizer
+        assert len(out.outputs[0].token_ids) == 8
+        check_against_hf(hf, list(out.prompt_token_ids), list(out.outputs[0].token_ids))

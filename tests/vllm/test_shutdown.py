@@ -28,10 +28,11 @@ EXIT_WITHIN_S = 60
 STACKS_AFTER_S = TT_ENGINE_SHUTDOWN_GRACE_S - 10
 
 OFFLINE = """
-import sys
+import faulthandler, signal, sys
 from vllm import LLM, SamplingParams
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks a script that does not exit for its stacks
     llm = LLM(model=sys.argv[1], skip_tokenizer_init=True, max_num_seqs=2, max_model_len=128, block_size=32,
               additional_config={"tt": {"optimizations": "reference"}})
     out = llm.generate([{"prompt_token_ids": [1, 2, 3]}], SamplingParams(max_tokens=2, detokenize=False))
@@ -78,7 +79,9 @@ def _stacks(text: str) -> str:
     return "" if start < 0 else "engine core stacks:\n" + text[start:start + 6000] + "\n...\n"
 
 
-def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool) -> str:
+def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool, dumps_stacks: bool = False) -> str:
+    """Start cmd, wait until ready(), stop it with sig, and hold every process of its group to exiting in time.
+    dumps_stacks: cmd itself writes its stacks on SIGUSR1 (asked, as the engine cores are, if it lingers)."""
     env = dict(os.environ, TT_BACKEND="sim", PYTHONPATH=str(ROOT))
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
@@ -99,6 +102,9 @@ def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool) -> str:
         while _alive(proc.pid) and time.time() < start + EXIT_WITHIN_S:
             if not asked and time.time() > start + STACKS_AFTER_S:
                 asked = _ask_engine_cores_for_stacks(proc.pid)
+                if dumps_stacks and proc.poll() is None:
+                    proc.send_signal(signal.SIGUSR1)
+                    asked = True
             time.sleep(0.5)
         left = _alive(proc.pid)
         text = log.read_text()
@@ -155,7 +161,7 @@ def test_vllm_serve_closes_the_device(tiny, tmp_path, sig, whole_group):
 def test_offline_llm_closes_the_device(tiny, tmp_path, sig, whole_group):
     log = tmp_path / "offline.log"
     cmd = [sys.executable, "-c", OFFLINE, tiny]
-    text = _stop(cmd, lambda: "READY" in log.read_text(), log, sig, whole_group)
+    text = _stop(cmd, lambda: "READY" in log.read_text(), log, sig, whole_group, dumps_stacks=True)
     assert text.count(CLOSED) == 1, text[-3000:]
 
 

