@@ -1,6 +1,6 @@
-"""`vllm serve MODEL` as vLLM users type it, with no TT flag (max_num_seqs, block size, profile, trace: the
-defaults): MODEL a local HF directory, or a hub id resolved through the Hugging Face cache exactly as vLLM resolves it
-(offline here: the test lays the cache out). A hub id that is not there gets Hugging Face's error, not the plugin's."""
+"""The model as vLLM users give it: a hub id resolved through the Hugging Face cache exactly as vLLM resolves it
+(offline here: the test lays the cache out), served with no TT flag (max_num_seqs, block size, profile, trace: the
+defaults); a hub id that is not there gets Hugging Face's error, not the plugin's; a GGUF file of a supported family."""
 
 import os
 import shutil
@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import openai
-import pytest
 import torch
 
 from tests.vllm.test_server import free_port
@@ -33,15 +32,13 @@ def hub_cache(model_dir: Path, root: Path, repo: str) -> Path:
     return root
 
 
-@pytest.mark.parametrize("how", ["directory", "hub id"])
-def test_vllm_serve_with_no_tt_flags(short_dir, short_hf, tmp_path, how):
+def test_vllm_serve_a_hub_id_with_no_tt_flags(short_dir, short_hf, tmp_path):
+    """(A local directory with no TT flag is served in tests/vllm/test_shutdown.py.)"""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
-    env.update(TT_BACKEND="sim", HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "empty-hub"))
-    model = short_dir
-    if how == "hub id":
-        env["HF_HUB_CACHE"] = str(hub_cache(Path(short_dir), tmp_path / "hub", REPO))
-        model = REPO
+    env.update(TT_BACKEND="sim", HF_HUB_OFFLINE="1",
+               HF_HUB_CACHE=str(hub_cache(Path(short_dir), tmp_path / "hub", REPO)))
+    model = REPO
     vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
     assert vllm, "vLLM's console script is not installed next to this Python"
     log = tmp_path / "serve.log"

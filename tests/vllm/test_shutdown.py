@@ -9,6 +9,7 @@ open."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,9 +137,10 @@ def test_vllm_serve_closes_the_device(tiny, tmp_path, sig, whole_group):
         except openai.APIConnectionError:
             return False
 
-    cmd = [sys.executable, str(ROOT / "examples" / "server_example_tt.py"), "--model", tiny, "--port", str(port),
-           "--max_num_seqs", "2", "--max_model_len", "128", "--block_size", "32", "--served-model-name", "tiny",
-           "--skip-tokenizer-init", "--additional-config", '{"tt": {"optimizations": "reference"}}']
+    # `vllm serve DIR` as users type it, with no TT flag (the tiny model has no tokenizer: token-id prompts).
+    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
+    cmd = [vllm, "serve", tiny, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "tiny",
+           "--skip-tokenizer-init"]
     log = tmp_path / "serve.log"
 
     def ready_and_answers_for_its_stacks() -> bool:
@@ -155,6 +157,7 @@ def test_vllm_serve_closes_the_device(tiny, tmp_path, sig, whole_group):
 
     text = _stop(cmd, ready_and_answers_for_its_stacks, log, sig, whole_group)
     assert text.count(CLOSED) == 1, text[-3000:]
+    assert "max_num_seqs not set: 32" in text  # the TT default, not vLLM's, which the device would refuse
 
 
 @pytest.mark.parametrize("sig,whole_group", STOPS)
