@@ -80,12 +80,22 @@ def _stacks(text: str) -> str:
     return "" if start < 0 else "engine core stacks:\n" + text[start:start + 6000] + "\n...\n"
 
 
+def _as_from_a_terminal() -> None:
+    """The stop signals' default actions, as a process started from a shell has. A process inherits ignored signals
+    and Python then leaves SIGINT ignored: in the full suite the offline script once slept on through Ctrl-C (its
+    stacks: still in time.sleep) while its engine core, which installs its own handlers, stopped."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
 def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool, dumps_stacks: bool = False) -> str:
     """Start cmd, wait until ready(), stop it with sig, and hold every process of its group to exiting in time.
     dumps_stacks: cmd itself writes its stacks on SIGUSR1 (asked, as the engine cores are, if it lingers)."""
     env = dict(os.environ, TT_BACKEND="sim", PYTHONPATH=str(ROOT))
     with open(log, "w") as f:
-        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
+                                preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.time() + 300
         while not ready():
