@@ -219,10 +219,10 @@ def topk(
     def compute(v: torch.Tensor, labels: Any) -> tuple[torch.Tensor, torch.Tensor]:
         # The device's bitonic network always hands back its k best in order (descending for largest, ascending
         # otherwise) whatever `sorted` says: tt-metal's own test_topk compares sorted=False output with a sorted
-        # torch.topk at PCC 1.0.
-        res = torch.topk(f32(v), k, dim=d, largest=largest, sorted=True)
+        # torch.topk at PCC 1.0. Equal values come lowest position first (see _tie_ordered_topk).
+        values, positions = _tie_ordered_topk(f32(v), k, d, largest)
         # With an indices tensor the op returns its labels at the chosen positions instead of the positions.
-        return res.values, res.indices if labels is None else torch.gather(labels, d, res.indices)
+        return values, positions if labels is None else torch.gather(labels, d, positions)
 
     res = per_device(compute, x, indices_tensor)
     if values_out is not None:  # written in the preallocated tensors' dtypes and places
@@ -233,6 +233,28 @@ def topk(
         return values_out, indices_out
     return (output(x, [r[0] for r in res], None, Layout.TILE, out_mc),
             output(x, [r[1] for r in res], index_dtype, Layout.TILE, out_mc))
+
+
+def _tie_ordered_topk(v: torch.Tensor, k: int, dim: int, largest: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The k best of v along dim, equal values lowest position first, -0.0 read as +0.0.
+
+    0.81.1's stable engines (`stable=True`, and padded widths, which it sorts stably by itself) produce exactly this
+    order: a comparator that compare-exchanges the index registers on value ties, or one fused [value | index] key
+    with the index complemented so the lower one wins (tt-llk ckernel_sfpu_topk.h); every stable engine folds -0.0
+    into +0.0. With `stable=False` the order of equal values is whatever the bitonic network's swaps leave
+    (documented as unspecified); the simulator gives the stable order there too, one of the orders a device may
+    give, so a model that needs a tie order must ask for `stable=True`. torch.topk's own tie order is arbitrary, so
+    the order is made total: each value's order-preserving integer image in the high 32 bits of an int64 key, the
+    (complemented, for largest) position in the low 32 bits."""
+    v = v + 0.0  # -0.0 + 0.0 is +0.0: the two zeros become one tie class, ordered by position
+    bits = v.contiguous().view(torch.int32).to(torch.int64)
+    ordered = torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)  # float order as signed-integer order
+    shape = [1] * v.dim()
+    shape[dim] = v.shape[dim]
+    pos = torch.arange(v.shape[dim], dtype=torch.int64).reshape(shape)
+    key = ordered * (1 << 32) + ((1 << 32) - 1 - pos if largest else pos)
+    positions = torch.topk(key, k, dim=dim, largest=largest, sorted=True).indices
+    return torch.gather(v, dim, positions), positions
 
 
 # ---------------- plus_one ----------------

@@ -28,6 +28,7 @@ from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
 from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import MAX_LOGPROBS, TTSamplingParams, sampling_mode
+from vllm_patches import tie_order
 from vllm_patches.async_decode import AsyncDecoder, AsyncTTModelRunnerOutput
 from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig
@@ -59,6 +60,7 @@ class TTModelRunner:
             logitsprocs_need_output_token_ids=bool(custom),
         )
         self.sampler = Sampler(logprobs_mode=mc.logprobs_mode)
+        tie_order.install(self.sampler)  # host draws break exact ties as the device does: lowest id
         self.prompt_logprobs = PromptLogprobs(self.vocab_size, mc.logprobs_mode)
         self.requests: dict[str, CachedRequestState] = {}
         self.model: Any = None

@@ -111,20 +111,10 @@ PENALTIES = [SamplingParams(temperature=0, max_tokens=16, ignore_eos=True),
                             frequency_penalty=0.3)]
 
 
-def _issue_21_on_performance(request) -> None:
-    """On performance the logits are bf16 and neighbours tie exactly; the device and vLLM's sampler break such ties
-    differently (measured here: greedy-with-penalties sequences part at a tie, tied logprobs listed in the other
-    order). Issue 21 makes the tie order one rule everywhere; until then these fail on performance, as expected."""
-    if request.node.callspec.params.get("llm") == "performance":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="issue 21: bf16 ties broken differently on "
-                                                                  "the device and on the host"))
-
-
-def test_greedy_with_penalties_on_device_equals_host(llm, dev, request):
+def test_greedy_with_penalties_on_device_equals_host(llm, dev):
     """Greedy with penalties in a batch: every decode step sampled on the device (the first token comes from the
     prefill step, on the host), token for token what vLLM's sampler picks on the host; the penalties change the
     output."""
-    _issue_21_on_performance(request)
     host = _tokens(llm.generate(PROMPTS, PENALTIES))
     before = _runner(dev, "device_sampled_steps")
     on_device = _tokens(dev.generate(PROMPTS, PENALTIES))
@@ -136,10 +126,9 @@ def test_greedy_with_penalties_on_device_equals_host(llm, dev, request):
     assert _tokens(dev.generate(PROMPTS, PENALTIES)) == host
 
 
-def test_logprobs_on_device_equal_host(llm, dev, request):
+def test_logprobs_on_device_equal_host(llm, dev):
     """logprobs=N (N <= 32) on the device: the sampled token's raw logprob and rank and the N best tokens, as
     vLLM's sampler computes them on the host (raw_logprobs: before penalties)."""
-    _issue_21_on_performance(request)
     params = [SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=5),
               SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=2, repetition_penalty=1.5),
               SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logprobs=0)]
@@ -269,3 +258,24 @@ def test_unset_top_k_flag_must_be_bool():
 
     with pytest.raises(ValueError, match=r'\["unset_top_k_on_device"\] must be true or false'):
         TTConfig.from_additional_config({"tt": {"unset_top_k_on_device": "yes"}})
+
+
+@pytest.mark.parametrize("llm", ["performance"], indirect=True)
+def test_tied_logits_give_one_token_in_every_slot(llm, dev):
+    """"Number: " on SmolLM2 meets exact bf16 ties between its two best logits (the profile whose logits come off
+    the device in bf16). One greedy request and three at temperature 2.0 with top_k=1 in one batch, twice, and a
+    batch of tiny-top_p requests: every request gives the same tokens, sampled on the host (`llm`) and on the device
+    (`dev`); so does the first token, which prefill always samples on the host."""
+    prompt, n = "Number: ", 12
+    greedy = SamplingParams(temperature=0, max_tokens=n, ignore_eos=True)
+    top_k1 = SamplingParams(temperature=2.0, top_k=1, max_tokens=n, ignore_eos=True)
+    tiny_p = SamplingParams(temperature=1.0, top_p=1e-6, max_tokens=n, ignore_eos=True)
+    probe = llm.generate([prompt], SamplingParams(temperature=0, max_tokens=n, ignore_eos=True, logprobs=2))[0]
+    ties = [i for i, step in enumerate(probe.outputs[0].logprobs)
+            if len(step) >= 2 and len({v.logprob for v in step.values()}) < len(step)]
+    assert ties, "no exact tie on this prompt: the test would show nothing"
+    expected = list(probe.outputs[0].token_ids)
+    for name, engine in (("host", llm), ("device", dev)):
+        for batch in ([greedy, top_k1, top_k1, top_k1], [greedy, top_k1, top_k1, top_k1], [tiny_p] * 4):
+            outs = engine.generate([prompt] * 4, batch)
+            assert _tokens(outs) == [expected] * 4, (name, ties)

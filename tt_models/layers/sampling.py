@@ -9,7 +9,6 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
-from tt_models.layers.collectives import replicate
 
 MAX_TOP_K = 32  # ttnn.sampling's k is at most 32: the candidates topk hands it per chunk
 TOPK_MAX_WIDTH = 65536  # the widest row tt_transformers hands ttnn.topk in one call
@@ -28,24 +27,29 @@ class DeviceSampler:
         self.chunks = [(a, min(a + width, vocab)) for a in range(0, vocab, width)]
         if len(self.chunks) & (len(self.chunks) - 1):
             raise ValueError(f"vocabulary {vocab} does not split into a power-of-two number of topk chunks")
-        # topk returns positions within its chunk; with several chunks a label tensor of vocabulary ids per chunk
-        # makes it return those instead (all 32-bit, so the chunks' ids concatenate).
-        multi = len(self.chunks) > 1
-        self.labels = [self._labels(mesh_device, a, b) if multi else None for a, b in self.chunks]
-
-    def _labels(self, mesh_device: Any, a: int, b: int) -> Any:
-        ids = torch.arange(a, b, dtype=torch.int32).expand(self.rows, b - a).reshape(1, 1, self.rows, b - a)
-        return ttnn.from_torch(ids.contiguous(), ttnn.uint32, layout=ttnn.TILE_LAYOUT, device=mesh_device,
-                               memory_config=ttnn.DRAM_MEMORY_CONFIG, mesh_mapper=replicate(mesh_device))
+        # Logits come off the device in bf16, where exact ties at the top are common. One tie rule everywhere:
+        # the lowest vocabulary id first. argmax keeps the first maximum; topk does when asked to be stable (0.81.1
+        # refuses `stable` with a label tensor, so a chunk's positions become vocabulary ids by adding the chunk's
+        # offset); sampling ranks its candidates stably by position, so candidates laid out chunk by chunk, each
+        # chunk best first with ties by id, make k = 1 and a top-p that keeps one token pick the lowest id too.
 
     def candidates(self, logits: Any) -> tuple[Any, Any]:
-        """Each chunk's 32 best values and their vocabulary ids, side by side: [1, 1, rows, 32 * chunks]."""
+        """Each chunk's 32 best values and their vocabulary ids (uint32), side by side: [1, 1, rows, 32 * chunks];
+        equal values lowest id first."""
         values, indices = [], []
-        for (a, b), labels in zip(self.chunks, self.labels, strict=True):
+        for a, b in self.chunks:
             part = logits if len(self.chunks) == 1 else ttnn.slice(logits, [0, 0, 0, a], [1, 1, self.rows, b])
-            v, i = ttnn.topk(part, MAX_TOP_K, dim=-1, indices_tensor=labels)
+            v, i = ttnn.topk(part, MAX_TOP_K, dim=-1, stable=True)
             if part is not logits:
                 ttnn.deallocate(part)
+            if i.dtype != ttnn.uint32:  # 16-bit positions for a chunk within 64K
+                i32 = ttnn.typecast(i, ttnn.uint32)
+                ttnn.deallocate(i)
+                i = i32
+            if a:
+                ids = ttnn.add(i, a)
+                ttnn.deallocate(i)
+                i = ids
             values.append(v)
             indices.append(i)
         v = values[0] if len(values) == 1 else ttnn.concat(values, dim=-1)
@@ -54,7 +58,8 @@ class DeviceSampler:
 
     def top(self, logits: Any) -> tuple[Any, Any]:
         """The 32 best values of each row over the whole vocabulary, best first, with their ids: one topk over the
-        chunks' candidates (their ids as its labels) when there are several."""
+        chunks' candidates (their ids as its labels) when there are several. With labels the merge cannot be
+        stable: among equal values across chunks the device's order is its network's (what logprobs list first)."""
         v, i = self.candidates(logits)
         if len(self.chunks) == 1:
             return v, i
@@ -68,9 +73,7 @@ class DeviceSampler:
         v, i = self.candidates(logits)
         if v.dtype != ttnn.bfloat16:  # fp32 logits at the simulator's reference precision
             v = ttnn.typecast(v, ttnn.bfloat16)
-        # The op takes 32-bit ids in ROW_MAJOR; topk hands back 16-bit positions for vocabularies within 64K.
-        if i.dtype != ttnn.uint32:
-            i = ttnn.typecast(i, ttnn.uint32)
+        # The op takes 32-bit ids in ROW_MAJOR.
         i = ttnn.to_layout(i, ttnn.ROW_MAJOR_LAYOUT)
         return ttnn.sampling(v, i, k, p, temp)
 
