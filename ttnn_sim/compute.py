@@ -35,12 +35,13 @@ def output(
     dtype: DataType | None = None,
     layout: Layout | None = None,
     memory_config: MemoryConfig | None = None,
+    op: str = "allocate",
 ) -> Tensor:
     """Store per-device results into the requested dtype (rounding as the device would) and wrap them."""
     dtype = dtype or ref.dtype
     layout = layout or ref.layout
     out = Tensor.make([store_as(s, dtype) for s in shards], dtype, layout, ref.device_or_none,
-                      memory_config or ref.memory_config())
+                      memory_config or ref.memory_config(), op=op)
     if _recording:
         _recording[-1].outputs.append((shards, dtype, out))
     return out

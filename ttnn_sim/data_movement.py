@@ -237,6 +237,19 @@ def _emit(ref: Tensor, shards: list[torch.Tensor], spec: Spec, op: str) -> Tenso
                        spec.mc, op=op)
 
 
+def _same(shard: torch.Tensor) -> torch.Tensor:
+    return shard
+
+
+def _moved(t: Tensor, spec: Spec, op: str) -> Tensor:
+    """_emit of t's own buffers in another placement (and dtype): the data movement ops that copy pages as they are.
+    Run per device and recorded, so a trace replays them as kernels (the buffers handed on, rounded to the new
+    dtype) instead of rerunning every placement check."""
+    from .compute import output, per_device
+
+    return output(t, per_device(_same, t), spec.dtype, spec.layout, spec.mc, op=op)
+
+
 def _view(t: Tensor, shards: list[torch.Tensor]) -> Tensor:
     """A new tensor object on t's very buffer (the device reshapes in place when the pages do not move)."""
     return Tensor.make(shards, t.dtype, t.layout, t.device_or_none, t.memory_config(), alloc=t._alloc)
@@ -1068,10 +1081,10 @@ def _to_memory_config(t: Tensor, mc: MemoryConfig, dtype: DataType | None) -> Te
     out = Spec(tuple(t.shape), dtype or t.dtype, t.layout, mc)
     _check_placement(op, t, out)
     M_DTYPE_TILE.require(out.dtype == t.dtype or t.layout == Layout.TILE)
-    return _emit(t, list(t._shards), out, op)
+    return _moved(t, out, op)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataType | None = None,
                      output_tensor: Tensor | None = None) -> Tensor:
     op = "to_memory_config"
@@ -1081,7 +1094,7 @@ def to_memory_config(tensor: Tensor, memory_config: MemoryConfig, dtype: DataTyp
     return _to_memory_config(tensor, memory_config, dtype)
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | None = None,
                            output_dtype: DataType | None = None) -> Tensor:
     op = "sharded_to_interleaved"
@@ -1099,7 +1112,7 @@ def sharded_to_interleaved(input_tensor: Tensor, memory_config: MemoryConfig | N
     if t.layout == Layout.ROW_MAJOR:
         O_RM_PAGE.require(t.memory_config().shard_spec.shape[1] * _elem_bytes(t.dtype) % _L1_ALIGN == 0, _L1_ALIGN)
     O_DTYPE.require(dtype == t.dtype or t.layout == Layout.TILE)
-    return _emit(t, list(t._shards), out, op)
+    return _moved(t, out, op)
 
 
 def _grid_memory_config(t: Tensor, grid: Any, shard_shape: Any, scheme: TensorMemoryLayout,
@@ -1119,7 +1132,7 @@ def _grid_memory_config(t: Tensor, grid: Any, shard_shape: Any, scheme: TensorMe
     return MemoryConfig(scheme, BufferType.L1, ShardSpec(cores, shard, orientation))
 
 
-@device_op()
+@device_op(kernel_replay=True)
 def interleaved_to_sharded(input_tensor: Tensor, sharded_memory_config: Any, output_dtype: Any = None, *args: Any,
                            keep_l1_aligned: bool = False, preallocated_output: Tensor | None = None) -> Tensor:
     """interleaved_to_sharded(t, sharded_memory_config[, output_dtype]) or, positionally,
@@ -1144,7 +1157,7 @@ def interleaved_to_sharded(input_tensor: Tensor, sharded_memory_config: Any, out
     if t.layout == Layout.ROW_MAJOR:
         I_RM_PAGE.require(mc.shard_spec.shape[1] * _elem_bytes(t.dtype) % _L1_ALIGN == 0)
     I_DTYPE.require(dtype == t.dtype or t.layout == Layout.TILE)
-    return _emit(t, list(t._shards), out, op)
+    return _moved(t, out, op)
 
 
 def page_bytes_of(spec: Spec) -> int:
