@@ -14,4 +14,4 @@ WORKERS="${TT_TEST_WORKERS:-2}"
 if [ "$WORKERS" != 0 ] && [ "$WORKERS" != 1 ]; then
   export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 fi
-exec .venv/bin/python -m pytest -q -ra -n "$WORKERS" --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -ra --durations=25 -n "$WORKERS" --dist loadfile "$@"

@@ -7,6 +7,22 @@ import torch
 os.environ.setdefault("TT_BACKEND", "sim")
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own, which makes the temporary-folder factory
+def pytest_configure(config) -> None:
+    """The tests' weight and model caches live in this session's temporary folder, never the user's
+    ~/.cache/tt_vllm_adapter: a test's random checkpoint is keyed by its files' mtimes, so each run would add a new
+    converted copy there (measured: about 50 folders, several GB, per full run). Set here, before any test, so the
+    engine-core and example subprocesses inherit it; TT_TEST_CACHE names a folder to keep between runs instead."""
+    if "TT_TEST_CACHE" in os.environ:
+        os.environ["TT_VLLM_CACHE"] = os.environ["TT_TEST_CACHE"]
+        return
+    base = config._tmp_path_factory.getbasetemp()
+    # One cache for the run's xdist workers (each has its own basetemp inside the run's): SmolLM2 and its TT
+    # weights are converted once, under the converters' file locks, and removed with the run's folder.
+    root = base.parent if hasattr(config, "workerinput") else base
+    os.environ["TT_VLLM_CACHE"] = str(root / "tt_cache")
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)

@@ -4,6 +4,7 @@ changes, in-place host->device copies, deallocation, and the mesh mappers that s
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -220,7 +221,7 @@ def as_tensor(
             tensor = preprocess(tensor)
         host = from_torch(tensor, dtype, layout=layout, mesh_mapper=mesh_mapper)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # processes sharing the cache never write one file
         torch.save({"shards": [s.contiguous() for s in host._shards],
                     "memory_config": memory_config_to_data(memory_config)}, tmp)
         tmp.replace(path)

@@ -10,20 +10,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_bench(tmp_path: Path, script: str, *args: str) -> dict:
-    env = {**os.environ, "TT_BACKEND": "sim", "TT_VLLM_CACHE": str(tmp_path)}  # never the user's weight cache
+def run_bench(script: str, *args: str) -> dict:
+    # The session's cache (tests/conftest.py), never the user's: SmolLM2 is converted once for all the smoke runs.
+    env = {**os.environ, "TT_BACKEND": "sim"}
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_sim_paged_decode_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_sim_paged_decode.py", "--users", "4", "--context", "256", "--iters", "1")
+def test_sim_paged_decode_smoke():
+    r = run_bench("bench_sim_paged_decode.py", "--users", "4", "--context", "256", "--iters", "1")
     assert r["simulator_ms"] > 0 and r["plain_torch_ms"] > 0 and r["max_abs_diff"] < 1e-2
 
 
-def test_smollm2_decode_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16",
+def test_smollm2_decode_smoke():
+    r = run_bench("bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16",
                   "--profiles", "bf16")
     for key in ("sim_bf16_decode_tok_s_b1", "sim_bf16_decode_tok_s_b32", "hf_bf16_decode_tok_s_b32",
                 "hf_fp32_decode_tok_s_b32", "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf",
@@ -33,32 +34,32 @@ def test_smollm2_decode_smoke(tmp_path):
         assert 0 < r[f"sim_bf16_validation_share_{mode}_b32"] < 1, mode
 
 
-def test_vllm_runner_host_time_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_vllm_plugin.py", "runner")
+def test_vllm_runner_host_time_smoke():
+    r = run_bench("bench_vllm_plugin.py", "runner")
     step = r["batch32_ctx2048"]
     assert step["total"] >= step["sampler"] > 0 and step["runner_only"] >= 0
 
 
-def test_vllm_sampling_host_time_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_vllm_plugin.py", "sampling", "2")
+def test_vllm_sampling_host_time_smoke():
+    r = run_bench("bench_vllm_plugin.py", "sampling", "2")
     assert r["device_sampling"] > 0 and r["host_sampling"] >= r["host_sampler_alone"] > 0
 
 
-def test_generator_host_time_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_vllm_plugin.py", "generator", "4", "256", "2")
+def test_generator_host_time_smoke():
+    r = run_bench("bench_vllm_plugin.py", "generator", "4", "256", "2")
     for mode in ("logits", "device_greedy", "device_sampling"):
         assert r[mode]["host_ms"] > 0 and r[mode]["device_ms_simulated"] > 0, mode
 
 
-def test_mesh_decode_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_mesh_decode.py", "--hidden", "256", "--layers", "1", "--vocab", "512", "--batch",
+def test_mesh_decode_smoke():
+    r = run_bench("bench_mesh_decode.py", "--hidden", "256", "--layers", "1", "--vocab", "512", "--batch",
                   "4", "--steps", "1", "--meshes", "1x1,1x2", "--replicas", "2")
     assert r["tp_decode_step_ms_1x1"] > 0 and r["tp_ratio_1x2_over_1x1"] > 0
     assert r["dp_step_ms"] >= r["dp_replicas_decode_ms"] > 0 and r["dp_total_batch"] == 8
 
 
-def test_vllm_async_vs_sync_smoke(tmp_path):
-    r = run_bench(tmp_path, "bench_vllm_plugin.py", "async", "2", "6")
+def test_vllm_async_vs_sync_smoke():
+    r = run_bench("bench_vllm_plugin.py", "async", "2", "6")
     assert r["async"]["async_scheduling"] and not r["sync"]["async_scheduling"]
     assert r["async"]["tok_s"] > 0 and r["sync"]["tok_s"] > 0 and r["ratio_async_over_sync"] > 0
     # 5 decode steps of one batch: the first launched alone, the others each overlapping the previous one.

@@ -21,7 +21,8 @@ def converted(tmp_path_factory):
     """(gguf file, cache root, converted dir): converted once into the layout default_model_dir() uses."""
     root = tmp_path_factory.mktemp("cache")
     src = gguf_mod.default_gguf_path()
-    return src, root, convert_gguf_to_hf_dir(src, root / "models" / gguf_mod.DEFAULT_NAME)
+    yield src, root, convert_gguf_to_hf_dir(src, root / "models" / gguf_mod.DEFAULT_NAME)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

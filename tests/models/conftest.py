@@ -13,9 +13,3 @@ def mesh_device():
 @pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory):
     return tmp_path_factory.mktemp("tiny_models")
-
-
-@pytest.fixture(autouse=True)
-def _weight_cache(tmp_path_factory, monkeypatch):
-    # Converted TT weights go to a per-session folder, never the user's cache.
-    monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path_factory.getbasetemp() / "tt_cache"))
