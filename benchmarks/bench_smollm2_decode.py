@@ -32,6 +32,7 @@ from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from generator_vllm import TTLlamaForCausalLM  # noqa: E402
 from tt_models.backend import ttnn  # noqa: E402
 from tt_models.checkpoint import default_model_dir  # noqa: E402
+from ttnn_sim import trace as sim_trace  # noqa: E402
 from ttnn_sim.compute import bf16_gemm_is_native  # noqa: E402
 
 BLOCK = 64
@@ -117,7 +118,9 @@ def main() -> None:
     cfg = AutoConfig.from_pretrained(path)
     result: dict = {"benchmark": "smollm2_decode", "profiles": profiles, "steps": args.steps,
                     "prompt_len": args.prompt_len, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
-                    "cpu_bf16_gemm": "native" if bf16_gemm_is_native() else "fp32 (no bf16 GEMM hardware)"}
+                    "cpu_bf16_gemm": "native" if bf16_gemm_is_native() else "fp32 (no bf16 GEMM hardware)",
+                    # Traced decode computes matmuls for live users only (TT_SIM_LIVE_ROWS=0: every row).
+                    "sim_live_rows": sim_trace.LIVE_ROWS}
     hf_dtypes = [] if args.skip_hf else args.hf_dtypes.split(",")
     hf = {d: AutoModelForCausalLM.from_pretrained(path, dtype=TORCH_DTYPES[d]).eval() for d in hf_dtypes}
     dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)

@@ -6,6 +6,7 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,12 +22,21 @@ class Recording:
     them. Trace replay can rerun exactly those (see trace.Kernel) without the op's argument checks."""
 
     def __init__(self) -> None:
-        self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor]]] = []
+        self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor], Rows | None]] = []
         self.outputs: list[tuple[list[torch.Tensor], DataType, Tensor]] = []
         self.writes: list[tuple[Callable[..., None], tuple]] = []
 
 
 _recording: list[Recording] = []  # innermost last
+
+
+@dataclass(frozen=True)
+class Rows:
+    """An op computed row by row: each row (every index but the last dimension's) of the result depends only on the
+    same row of the arguments at positions `args`, and on any part of the others (a weight, a broadcast operand).
+    A trace replay may then compute only the rows of live users (see trace.live_rows)."""
+
+    args: tuple[int, ...]
 
 
 def output(
@@ -47,12 +57,13 @@ def output(
     return out
 
 
-def per_device(fn: Callable[..., torch.Tensor], *tensors: Any) -> list[torch.Tensor]:
-    """Run fn on each chip's buffers; non-tensor arguments are passed unchanged to every call."""
+def per_device(fn: Callable[..., torch.Tensor], *tensors: Any, rows: Rows | None = None) -> list[torch.Tensor]:
+    """Run fn on each chip's buffers; non-tensor arguments are passed unchanged to every call. rows: fn works row
+    by row (see Rows), which a trace replay may use to skip rows no live user reads."""
     n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
     shards = [fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)) for i in range(n)]
     if _recording:
-        _recording[-1].runs.append((fn, tensors, shards))
+        _recording[-1].runs.append((fn, tensors, shards, rows))
     return shards
 
 
@@ -71,22 +82,53 @@ def run_write(fn: Callable[..., None], tensors: tuple) -> None:
         fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors))
 
 
-def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType,
-                    out: Tensor) -> Callable[[], None]:
+def user_dim(shape: torch.Size, users: int) -> int | None:
+    """The dimension holding a decode step's users in a tensor of `shape`: the first one longer than 1, if it has
+    exactly one row per user (TT decode keeps users ahead of heads: [1, 1, users, width], [1, users, heads, dim])."""
+    for d, n in enumerate(shape[:-1]):
+        if n != 1:
+            return d if n == users else None
+    return None
+
+
+def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType, out: Tensor,
+                    rows: Rows | None = None,
+                    shapes: list[torch.Size] | None = None) -> Callable[[list[tuple[int, int]] | None], None]:
     """A replay closure recomputing one recorded output from its inputs' current buffers into the same tensor
-    object. Which arguments are tensors, and how many chips they span, is fixed at capture."""
+    object. Which arguments are tensors, and how many chips they span, is fixed at capture.
+
+    The closure takes each chip's (live rows m, users) (trace.live_rows; None computes every row). For a row-by-row
+    op (`rows`, with the output's recorded `shapes`), a chip whose m is below its user count computes the first m
+    users' rows only, from those rows of the row arguments, and leaves zeros in the rest: rows no live user reads,
+    which a device fills with whatever its padding computes. m is a multiple of 4, at which torch's GEMM gives each
+    row exactly the bits it gives it in the whole batch (tests/sim/test_live_rows.py holds every family to that)."""
     slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
     chips = max((tensors[i].num_shards for i in slots), default=1)
     args = list(tensors)
+    row_args = [i for i in rows.args if isinstance(tensors[i], Tensor)] if rows is not None else []
 
-    def replay() -> None:
-        shards = []
-        for chip in range(chips):
-            for i in slots:
-                args[i] = tensors[i]._shards[chip]
-            shards.append(store_as(fn(*args), dtype))
-        out._shards[:] = shards  # in place: the model's tensor object shares this list with the trace's twin
-        out._deallocated = False
+    def compute(chip: int, live: tuple[int, int] | None) -> torch.Tensor:
+        for i in slots:
+            args[i] = tensors[i]._shards[chip]
+        if live is None or not row_args or shapes is None:
+            return store_as(fn(*args), dtype)
+        m, users = live
+        full = shapes[chip]
+        d = user_dim(full, users)
+        if d is None or m >= users:
+            return store_as(fn(*args), dtype)
+        for i in row_args:
+            a = args[i]
+            if a.dim() == len(full) and a.shape[:d + 1] == full[:d + 1]:
+                args[i] = a.narrow(d, 0, m)
+        y = fn(*args)
+        padded = y.new_zeros(full)
+        padded.narrow(d, 0, m).copy_(y)
+        return store_as(padded, dtype)
+
+    def replay(live: list[tuple[int, int]] | None = None) -> None:
+        out._shards[:] = [compute(chip, live[chip] if live else None) for chip in range(chips)]
+        out._deallocated = False  # in place above: the model's tensor object shares this list with the twin
 
     return replay
 

@@ -371,7 +371,7 @@ def paged_scaled_dot_product_attention_decode(
             allowed = torch.ones(1, kpos.numel(), dtype=torch.bool)
             if sliding_window_size:
                 allowed &= kpos > span_len - 1 - sliding_window_size
-            return idx, kpos.numel(), allowed[:, None, None, :], None
+            return idx, kpos.numel(), allowed[:, None, None, :], None, users
         if spec:
             # Row tile j of user b (heads 32j..32j+31) is bounded by cur_pos[b * T + j]; the group's last entry sets
             # the scan range (and -1 there skips the user).
@@ -384,17 +384,24 @@ def paged_scaled_dot_product_attention_decode(
         if top < 0:
             return None
         live = None
+        n = users
         if lo < 0:
             live = pos >= 0
-            pos = pos.clamp(min=0)
+            # Users past the last live one are left out: their rows are undefined whatever is computed.
+            n = int(torch.nonzero(live)[-1]) + 1
+            live, pos, pt = live[:n], pos[:n].clamp(min=0), pt[:n]
+            if spec:
+                rows = rows[:n]
+            if bool(live.all()):
+                live = None
         # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
         idx, kpos = gather(pt, top // TILE_SIZE + 1, live)
         if spec:
-            return idx, kpos.numel(), (kpos <= rows.clamp(min=0)[..., None])[:, None], live
+            return idx, kpos.numel(), (kpos <= rows.clamp(min=0)[..., None])[:, None], live, n
         allowed = kpos <= pos[:, None]
         if sliding_window_size is not None:
             allowed &= kpos > pos[:, None] - sliding_window_size
-        return idx, kpos.numel(), allowed[:, None, None, :], live
+        return idx, kpos.numel(), allowed[:, None, None, :], live, n
 
     def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: torch.Tensor | None,
                 mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
@@ -404,12 +411,12 @@ def paged_scaled_dot_product_attention_decode(
         p = derived_from(key, (pt, cp), lambda: plan(pt, cp))
         if p is None:
             return torch.full((1, users, nh, hd), float("nan"))
-        idx, t, allowed, live = p
+        idx, t, allowed, live, n = p
         # bf16 operands with fp32 scores and softmax, probabilities rounded to bf16 for the PV product, as the
         # device's kernel keeps them in bf16 circular buffers (fp32 throughout only at reference precision).
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
-        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(users, nkv, t, hd) for c in (kk, vv))
-        qg = qq[:, :users].reshape(users, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
+        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(n, nkv, t, hd) for c in (kk, vv))
+        qg = qq[:, :n].reshape(n, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
         if mm is None and ss is None:
             if keys.dtype != dt:
                 keys, vals = keys.to(dt), vals.to(dt)
@@ -418,19 +425,21 @@ def paged_scaled_dot_product_attention_decode(
         else:
             scores = qg.float() @ keys.float().transpose(-1, -2)  # [users, nkv, g, t], raw Q.K
             if mm is not None:  # added before the scale, as the kernel adds it to the raw scores
-                rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:, :nh]
-                scores = scores + rows.reshape(users, nkv, g, t)
+                rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:n, :nh]
+                scores = scores + rows.reshape(n, nkv, g, t)
             logits = (scores * sc).masked_fill(~allowed, float("-inf"))
             if ss is not None:  # one more logit per head, scale * sink[h, 0], with no value row
                 sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0].reshape(1, nkv, g, 1) * sc
-                logits = torch.cat([logits, sinks.expand(users, -1, -1, -1)], dim=-1)
+                logits = torch.cat([logits, sinks.expand(n, -1, -1, -1)], dim=-1)
             probs = torch.softmax(logits, dim=-1)[..., :t]
             if dt == torch.bfloat16:
                 probs = probs.to(torch.bfloat16)
             res = (probs.float() @ vals.float()).to(dt)
-        res = res.view(1, users, nh, hd)
+        res = res.view(1, n, nh, hd)
         if live is not None:  # skipped users: the device leaves their rows unwritten
             res = res.masked_fill(~live[None, :, None, None], float("nan"))
+        if n < users:
+            res = torch.cat([res, res.new_full((1, users - n, nh, hd), float("nan"))], dim=1)
         return res
 
     shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)

@@ -12,11 +12,14 @@ reading a device tensor back to the host, or opening/closing a device, during ca
 from __future__ import annotations
 
 import functools
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+import torch
 
 from .device import MeshDevice
 from .errors import TTError
@@ -34,11 +37,11 @@ class Kernel:
     once captured (as in a device trace), so the argument checks are not repeated; data-dependent checks live in
     the computations and still run."""
 
-    parts: list[Callable[[], None]]
+    parts: list[Callable[[list[tuple[int, int]] | None], None]]
 
-    def __call__(self) -> None:
+    def __call__(self, live: list[tuple[int, int]] | None = None) -> None:
         for part in self.parts:
-            part()
+            part(live)
 
 
 @dataclass
@@ -54,7 +57,7 @@ def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None
     """A Kernel when the op's effect is exactly its recorded in-place writes, or its result exactly the outputs it
     built from its own per-device runs; else None (the op is then replayed by calling it). The kernel works on the
     trace's twins of the tensors involved."""
-    from .compute import recorded_output, run_write
+    from .compute import recorded_output
     from .tensor import Tensor
 
     if rec.writes:
@@ -63,8 +66,8 @@ def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None
         returned = [] if out is None else list(out) if isinstance(out, (list, tuple)) else [out]
         if rec.runs or rec.outputs or any(id(o) not in written for o in returned):
             return None
-        return Kernel([functools.partial(run_write, fn, twin(tensors)) for fn, tensors in rec.writes])
-    runs = {id(shards): (fn, tensors) for fn, tensors, shards in rec.runs}
+        return Kernel([_Write(fn, twin(tensors)) for fn, tensors in rec.writes])
+    runs = {id(shards): (fn, tensors, rows) for fn, tensors, shards, rows in rec.runs}
     returned = [out] if isinstance(out, Tensor) else list(out) if isinstance(out, (list, tuple)) else None
     if not returned or len(rec.runs) != len(rec.outputs) or len(returned) != len(rec.outputs):
         return None
@@ -72,9 +75,23 @@ def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None
     for shards, dtype, tensor in rec.outputs:
         if id(shards) not in runs or not any(tensor is r for r in returned):
             return None
-        fn, tensors = runs[id(shards)]
-        parts.append(recorded_output(fn, twin(tensors), dtype, twin(tensor)))
+        fn, tensors, rows = runs[id(shards)]
+        parts.append(recorded_output(fn, twin(tensors), dtype, twin(tensor), rows, [s.shape for s in shards]))
     return Kernel(parts)
+
+
+@dataclass
+class _Write:
+    """A recorded in-place write, replayed whole: its data-dependent checks (positions, page tables) skip the
+    rows of users that are not live, as the device's do."""
+
+    fn: Callable[..., None]
+    tensors: tuple
+
+    def __call__(self, live: list[tuple[int, int]] | None = None) -> None:
+        from .compute import run_write
+
+        run_write(self.fn, self.tensors)
 
 
 @dataclass
@@ -87,6 +104,7 @@ class Trace:
     steps: list[_Step] = field(default_factory=list)
     complete: bool = False
     twins: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)
+    positions: Any = None  # the decode step's per-user positions (see live_rows), found at end of capture
 
     def twin(self, value: Any) -> Any:
         from .tensor import Tensor
@@ -225,11 +243,43 @@ def begin_trace_capture(mesh_device: MeshDevice, *, cq_id: int = 0) -> int:
     return tid
 
 
+# Replay computes row-by-row ops for live users only (LIVE_ROWS; TT_SIM_LIVE_ROWS=0 computes every row).
+LIVE_ROWS = os.environ.get("TT_SIM_LIVE_ROWS", "1") != "0"
+# The ops whose position argument says which users a decode step serves: -1 marks a slot with no user.
+_POSITION_ARGS = {"paged_scaled_dot_product_attention_decode": "cur_pos_tensor",
+                  "paged_update_cache": "update_idxs_tensor", "paged_fused_update_cache": "update_idxs_tensor"}
+# Live rows are rounded up to this multiple: from 4 rows up torch's fp32 GEMM gives a row the same bits whatever the
+# number of rows beside it (below, it switches kernels: 1 row differs).
+_ROW_QUANTUM = 4
+
+
+def _positions(trace: Trace) -> Any:
+    """The one position tensor every paged decode op of the trace reads, or None (none, or several)."""
+    found = {id(t): t for step in trace.steps
+             if (name := _POSITION_ARGS.get(step.fn.__name__)) and (t := step.kwargs.get(name)) is not None}
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def live_rows(positions: Any) -> list[tuple[int, int]] | None:
+    """Per chip, (rows to compute, users): the users up to the last one with a position (>= 0), rounded up to
+    _ROW_QUANTUM. A slot at -1 has no user: the device computes its rows and nothing reads them, so a replay may
+    leave rows past the last live user uncomputed."""
+    live = []
+    for shard in positions._shards:
+        pos = shard.reshape(-1)
+        users = pos.numel()
+        idx = torch.nonzero(pos >= 0)
+        last = int(idx[-1]) + 1 if idx.numel() else 0
+        live.append((min(users, max(_ROW_QUANTUM, -(-last // _ROW_QUANTUM) * _ROW_QUANTUM)), users))
+    return live
+
+
 def end_trace_capture(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0) -> None:
     trace = mesh_device.capturing
     if trace is None or trace.trace_id != trace_id:
         raise TTError("end_trace_capture", f"trace {trace_id} is not being captured")
     trace.complete = True
+    trace.positions = _positions(trace)
     trace.twins = weakref.WeakKeyDictionary()  # replay works on the twins alone from here on
     mesh_device.traces[trace_id] = trace
     mesh_device.capturing = None
@@ -242,9 +292,10 @@ def execute_trace(mesh_device: MeshDevice, trace_id: int, *, cq_id: int = 0, blo
     trace = mesh_device.traces.get(trace_id)
     if trace is None:
         raise TTError("execute_trace", f"no captured trace {trace_id} (released or never captured)")
+    live = live_rows(trace.positions) if LIVE_ROWS and trace.positions is not None else None
     for step in trace.steps:
         if step.kernel is not None:
-            step.kernel()
+            step.kernel(live)
             continue
         fresh = step.fn(*step.args, **step.kwargs)
         if step.out is not None:
