@@ -82,6 +82,10 @@ def run_write(fn: Callable[..., None], tensors: tuple) -> None:
         fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors))
 
 
+# Counters of what trace replays did (a diagnostic, read by tests and benchmarks).
+replay_stats = {"rows_left_out": 0}
+
+
 def user_dim(shape: torch.Size, users: int) -> int | None:
     """The dimension holding a decode step's users in a tensor of `shape`: the first one longer than 1, if it has
     exactly one row per user (TT decode keeps users ahead of heads: [1, 1, users, width], [1, users, heads, dim])."""
@@ -99,7 +103,7 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
 
     The closure takes each chip's (live rows m, users) (trace.live_rows; None computes every row). For a row-by-row
     op (`rows`, with the output's recorded `shapes`), a chip whose m is below its user count computes the first m
-    users' rows only, from those rows of the row arguments, and leaves zeros in the rest: rows no live user reads,
+    users' rows only, from those rows of the row arguments, and leaves NaN in the rest: rows no live user reads,
     which a device fills with whatever its padding computes. m is a multiple of 4, at which torch's GEMM gives each
     row exactly the bits it gives it in the whole batch (tests/sim/test_live_rows.py holds every family to that)."""
     slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
@@ -122,8 +126,9 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
             if a.dim() == len(full) and a.shape[:d + 1] == full[:d + 1]:
                 args[i] = a.narrow(d, 0, m)
         y = fn(*args)
-        padded = y.new_zeros(full)
+        padded = y.new_full(full, float("nan"))  # undefined, and visibly so, as the attention left them
         padded.narrow(d, 0, m).copy_(y)
+        replay_stats["rows_left_out"] += full[d] - m
         return store_as(padded, dtype)
 
     def replay(live: list[tuple[int, int]] | None = None) -> None:
