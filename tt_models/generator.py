@@ -184,7 +184,7 @@ class Generator:
         if mode == "argmax":
             return ttnn.argmax(logits, dim=3, keepdim=True)
         if mode in ("sample", "sample_full") and self._sampler is None:
-            self._sampler = DeviceSampler(self.mesh_device, self.model.args.vocab_size, tokens.shape[-1])
+            self._sampler = DeviceSampler(self.model.args.vocab_size, tokens.shape[-1])
         if mode == "sample":
             ids = self._sampler(logits, *sample)
             ttnn.deallocate(logits)

@@ -151,7 +151,7 @@ def test_vocabulary_past_topk_width_is_sampled_in_chunks(mesh_device):
     from tt_models.layers.sampling import DeviceSampler, device_params
 
     vocab, rows = 70000, 32
-    sampler = DeviceSampler(mesh_device, vocab, rows)
+    sampler = DeviceSampler(vocab, rows)
     assert [b - a for a, b in sampler.chunks] == [35008, 34992]
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(1, 1, rows, vocab, generator=g).to(torch.bfloat16)

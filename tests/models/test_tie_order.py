@@ -57,7 +57,7 @@ def _device_paths(mesh_device, sampler: DeviceSampler, x) -> dict[str, list[int]
 
 @pytest.mark.parametrize("vocab", [49152, 70000, 262144], ids=["one-chunk", "two-chunks", "four-chunks"])
 def test_every_device_path_picks_the_lowest_tied_id(mesh_device, vocab):
-    sampler = DeviceSampler(mesh_device, vocab, ROWS)
+    sampler = DeviceSampler(vocab, ROWS)
     assert len(sampler.chunks) == {49152: 1, 70000: 2, 262144: 4}[vocab]
     boundaries = [b for _, b in sampler.chunks[:-1]] or [vocab // 2]
     logits, sets = _tied_logits(vocab, boundaries)
@@ -97,7 +97,7 @@ def test_vocabulary_slices_gathered_keep_the_global_tie_order(chips):
                                  mesh_mapper=ttnn.ShardTensorToMesh(mesh, dim=3))
         plan = SimpleNamespace(devices=chips, two_d=False, cluster_axis=1)
         full = gather_vocab(sliced, plan)
-        sampler = DeviceSampler(mesh, vocab, ROWS)
+        sampler = DeviceSampler(vocab, ROWS)
         lowest = [min(s) for s in sets]
         composer = ttnn.ConcatMeshToTensor(mesh, dim=0)
         argmax = ttnn.to_torch(ttnn.argmax(full, dim=3, keepdim=True), mesh_composer=composer)

@@ -16,7 +16,7 @@ TILE = 32
 
 
 class DeviceSampler:
-    def __init__(self, mesh_device: Any, vocab: int, rows: int) -> None:
+    def __init__(self, vocab: int, rows: int) -> None:
         self.vocab, self.rows = vocab, rows
         # ttnn.sampling needs a power-of-two number of candidate tiles: split the vocabulary into 1, 2, 4, ...
         # chunks, each within topk's width.
