@@ -105,7 +105,7 @@ def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: Data
     op (`rows`, with the output's recorded `shapes`), a chip whose m is below its user count computes the first m
     users' rows only, from those rows of the row arguments, and leaves NaN in the rest: rows no live user reads,
     which a device fills with whatever its padding computes. m is a multiple of 4, at which torch's GEMM gives each
-    row exactly the bits it gives it in the whole batch (tests/sim/test_live_rows.py holds every family to that)."""
+    row exactly the bits it gives it in the whole batch (tests/models/test_live_rows.py holds every family to that)."""
     slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
     chips = max((tensors[i].num_shards for i in slots), default=1)
     args = list(tensors)

@@ -82,8 +82,8 @@ def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None
 
 @dataclass
 class _Write:
-    """A recorded in-place write, replayed whole: its data-dependent checks (positions, page tables) skip the
-    rows of users that are not live, as the device's do."""
+    """A recorded in-place write, replayed whole (a cache update skips the slots at -1 itself, as the device's
+    does); it takes the live rows only to share Kernel's call."""
 
     fn: Callable[..., None]
     tensors: tuple
@@ -260,7 +260,7 @@ def _positions(trace: Trace) -> Any:
     return next(iter(found.values())) if len(found) == 1 else None
 
 
-def live_rows(positions: Any) -> list[tuple[int, int]] | None:
+def live_rows(positions: Any) -> list[tuple[int, int]]:
     """Per chip, (rows to compute, users): the users up to the last one with a position (>= 0), rounded up to
     _ROW_QUANTUM. A slot at -1 has no user: the device computes its rows and nothing reads them, so a replay may
     leave rows past the last live user uncomputed."""
