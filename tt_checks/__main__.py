@@ -199,9 +199,13 @@ def main(argv: list[str]) -> int:
     for i, device in enumerate(_split(args.devices, list(ONE_CHIP_DEVICES))):
         if i and args.corpus:
             argv = [a for a in argv if a != "--corpus"]  # one device records the corpus
-        with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        # The models' converted weights (random, and read back as zeros) go to a folder removed with the run, never
+        # the user's ~/.cache/tt_vllm_adapter: their cache keys follow the tiny checkpoints' mtimes, new every run.
+        with tempfile.NamedTemporaryFile(suffix=".json") as out, \
+                tempfile.TemporaryDirectory(prefix="tt_checks_cache_") as cache:
             cmd = [sys.executable, "-m", "tt_checks", *argv, "--device-worker", device, "--out", out.name]
-            env = {**os.environ, "TT_METAL_MOCK_CLUSTER_DESC_PATH": str(CLUSTERS / f"{device}.yaml")}
+            env = {**os.environ, "TT_METAL_MOCK_CLUSTER_DESC_PATH": str(CLUSTERS / f"{device}.yaml"),
+                   "TT_VLLM_CACHE": cache}
             rc = subprocess.run(cmd, env=env).returncode
             data = json.loads(Path(out.name).read_text() or "{}") if rc == 0 else None
         if data is None:
