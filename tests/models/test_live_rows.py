@@ -2,7 +2,7 @@
 the last user with a position, rounded up to 4. The numbers must not change: for every family and profile, each
 live user's logits are bit for bit those of a replay that computes all 32 rows, at the batches that leave rows out
 (1 user, users spread over the first slots, one past a multiple of 4) and at a full batch; on one chip and tensor
-parallel over two."""
+parallel over two; on the tiny configs and at the widths of real checkpoints."""
 
 import pytest
 import torch
@@ -70,3 +70,13 @@ def test_live_rows_are_bit_identical(family, profile, mesh_device, tiny_root):
 def test_live_rows_are_bit_identical_tensor_parallel(profile, tiny_root):
     with open_mesh((1, 2)) as mesh:
         _check(make_wide_model("llama_gqa", tiny_root), mesh, profile)
+
+
+@pytest.mark.parametrize("hub_id", ["Qwen/Qwen2.5-0.5B-Instruct", "meta-llama/Llama-3.2-1B-Instruct"])
+def test_live_rows_are_bit_identical_at_real_widths(hub_id, mesh_device, tmp_path):
+    """Published widths (Qwen2.5-0.5B's 896 / 4864 tile unevenly; Llama-3.2-1B's 2048 / 8192 take bfloat4_b MLP
+    weights under `performance`), one layer of random weights, the default profile."""
+    from tests.models.checkpoint_matrix import make_checkpoint
+    from tt_models.config.checkpoints import find_checkpoint
+
+    _check(make_checkpoint(find_checkpoint(hub_id), tmp_path, layers=1), mesh_device, "performance")
