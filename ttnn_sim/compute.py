@@ -6,7 +6,6 @@ import functools
 import os
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,21 +21,12 @@ class Recording:
     them. Trace replay can rerun exactly those (see trace.Kernel) without the op's argument checks."""
 
     def __init__(self) -> None:
-        self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor], Rows | None]] = []
+        self.runs: list[tuple[Callable[..., torch.Tensor], tuple, list[torch.Tensor], tuple[int, ...]]] = []
         self.outputs: list[tuple[list[torch.Tensor], DataType, Tensor]] = []
         self.writes: list[tuple[Callable[..., None], tuple]] = []
 
 
 _recording: list[Recording] = []  # innermost last
-
-
-@dataclass(frozen=True)
-class Rows:
-    """An op computed row by row: each row (every index but the last dimension's) of the result depends only on the
-    same row of the arguments at positions `args`, and on any part of the others (a weight, a broadcast operand).
-    A trace replay may then compute only the rows of live users (see trace.live_rows)."""
-
-    args: tuple[int, ...]
 
 
 def output(
@@ -57,9 +47,10 @@ def output(
     return out
 
 
-def per_device(fn: Callable[..., torch.Tensor], *tensors: Any, rows: Rows | None = None) -> list[torch.Tensor]:
-    """Run fn on each chip's buffers; non-tensor arguments are passed unchanged to every call. rows: fn works row
-    by row (see Rows), which a trace replay may use to skip rows no live user reads."""
+def per_device(fn: Callable[..., torch.Tensor], *tensors: Any, rows: tuple[int, ...] = ()) -> list[torch.Tensor]:
+    """Run fn on each chip's buffers; non-tensor arguments are passed unchanged to every call. rows: the arguments
+    fn reads row by row (each row of the result, every index but the last dimension's, depends only on the same row
+    of these and on any part of the others, e.g. a weight), so a trace replay may compute only live users' rows."""
     n = max((t.num_shards for t in tensors if isinstance(t, Tensor)), default=1)
     shards = [fn(*((t.shard(i) if isinstance(t, Tensor) else t) for t in tensors)) for i in range(n)]
     if _recording:
@@ -96,20 +87,21 @@ def user_dim(shape: torch.Size, users: int) -> int | None:
 
 
 def recorded_output(fn: Callable[..., torch.Tensor], tensors: tuple, dtype: DataType, out: Tensor,
-                    rows: Rows | None = None,
+                    rows: tuple[int, ...] = (),
                     shapes: list[torch.Size] | None = None) -> Callable[[list[tuple[int, int]] | None], None]:
     """A replay closure recomputing one recorded output from its inputs' current buffers into the same tensor
     object. Which arguments are tensors, and how many chips they span, is fixed at capture.
 
     The closure takes each chip's (live rows m, users) (trace.live_rows; None computes every row). For a row-by-row
-    op (`rows`, with the output's recorded `shapes`), a chip whose m is below its user count computes the first m
-    users' rows only, from those rows of the row arguments, and leaves NaN in the rest: rows no live user reads,
-    which a device fills with whatever its padding computes. m is a multiple of 4, at which torch's GEMM gives each
-    row exactly the bits it gives it in the whole batch (tests/models/test_live_rows.py holds every family to that)."""
+    op (`rows`: its row arguments; `shapes`: the output's recorded ones), a chip whose m is below its user count
+    computes the first m users' rows only, from those rows of the row arguments, and leaves NaN in the rest: rows
+    no live user reads, which a device fills with whatever its padding computes. m is a multiple of 4, at which
+    torch's GEMM gives each row exactly the bits it gives it in the whole batch (tests/models/test_live_rows.py holds
+    every family to that)."""
     slots = [i for i, t in enumerate(tensors) if isinstance(t, Tensor)]
     chips = max((tensors[i].num_shards for i in slots), default=1)
     args = list(tensors)
-    row_args = [i for i in rows.args if isinstance(tensors[i], Tensor)] if rows is not None else []
+    row_args = [i for i in rows if isinstance(tensors[i], Tensor)]
 
     def compute(chip: int, live: tuple[int, int] | None) -> torch.Tensor:
         for i in slots:

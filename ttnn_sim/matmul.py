@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from .allocator import TILE_BYTES
-from .compute import BF16_STREAM_ROWS, Rows, bf16_gemm_is_native, derived, f32, f32_cached, output, per_device, unary
+from .compute import BF16_STREAM_ROWS, bf16_gemm_is_native, derived, f32, f32_cached, output, per_device, unary
 from .cores import CoreCoord, CoreRange, CoreRangeSet, num_cores_to_corerangeset
 from .errors import TTError, refuse_options
 from .memory import DRAM_MEMORY_CONFIG, BufferType, MemoryConfig, ShardOrientation, ShardSpec, TensorMemoryLayout
@@ -309,7 +309,7 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
     # Row by row when every row meets the same weight and bias, with fp32 GEMMs (tested row-exact at any multiple of
     # 4 rows; bf16 GEMMs on CPUs that have them are not).
     shared = b_shape[:-2] == [1] * (len(b_shape) - 2) and (bias is None or bias.shape[-2] == 1)
-    rows = Rows((0,)) if shared and not transpose_a and not bf16_gemm_is_native() else None
+    rows = (0,) if shared and not transpose_a and not bf16_gemm_is_native() else ()
     out = output(a, per_device(compute, a, b, bias, rows=rows), out_dtype, Layout.TILE, mc)
     if cb_bytes is not None:
         _check_circular_buffers(device, cb_bytes, out)
