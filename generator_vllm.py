@@ -97,15 +97,17 @@ class TTCausalLM(Generator):
         # through placing its weights.
         check_weights_fit(args, plan, profile, mesh_device)
         if load_format == "dummy":
-            weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device)
+            weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device, args.norm_unit_offset)
         else:
-            meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim)
+            meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim,
+                              sandwich_norms=args.sandwich_norms, norm_unit_offset=args.norm_unit_offset)
             if n_layers is not None:  # the first n_layers of a deeper checkpoint
                 meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
                         or int(k.split(".")[1]) < n_layers}
             check_state_dict(meta, checkpoint_args)
             meta = pad_mlp_weights(meta, args.hidden_dim)
-            weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)))
+            weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)),
+                                  norm_fp32=args.norm_unit_offset)
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),
                             max_batch_size)
@@ -262,5 +264,9 @@ class TTQwen3ForCausalLM(TTCausalLM):
     architecture = "Qwen3ForCausalLM"
 
 
+class TTGemma3ForCausalLM(TTCausalLM):
+    architecture = "Gemma3ForCausalLM"
+
+
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
-                                           TTQwen3ForCausalLM)}
+                                           TTQwen3ForCausalLM, TTGemma3ForCausalLM)}

@@ -236,6 +236,21 @@ class DecodeLayouts:
     trans_q: Any  # the rotation matrix tile on every Q core, and on every K core
     trans_k: Any
     sdpa: Any
+    # Where the LM head's output goes: its vocabulary splits are gathered there (L1, or DRAM for vocabularies too
+    # wide for L1, as tt_transformers does for Gemma's 262k).
+    logits: Any = None
+
+
+# The LM head's split outputs and their concatenation meet in L1 during the concat; beyond this share of an L1 bank
+# they would crowd out decode's sharded activations and circular buffers, so they go to DRAM (Gemma's 262k
+# vocabulary does; Llama 3's 128k and Qwen's 152k in bf16 stay in L1).
+LOGITS_L1_SHARE = 0.25
+
+
+def logits_memory(vocab: int, logits_tile_bytes: int, l1_bank_bytes: int, banks: int) -> Any:
+    """L1 or DRAM interleaved for the decode logits [1, 1, 32, vocab] (tensor parallel: the chip's slice)."""
+    peak = 2 * _tiles(vocab) * logits_tile_bytes  # the splits and their concatenation
+    return ttnn.L1_MEMORY_CONFIG if peak <= LOGITS_L1_SHARE * l1_bank_bytes * banks else ttnn.DRAM_MEMORY_CONFIG
 
 
 def whole_row_norm_cb_bytes(width: int, in_tile_bytes: int, fp32_acc: bool) -> int:
@@ -357,6 +372,8 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         trans_q=per_user(TILE, TILE, q_cores), trans_k=per_user(TILE, TILE, k_cores),
         sdpa=ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid_c, q_chunk_size=0, k_chunk_size=0,
                                     exp_approx_mode=False),
+        logits=logits_memory(args.vocab_size, tile_bytes(precisions[-1].residual) if precisions else 2048, l1,
+                             ttnn.get_memory_view(device, ttnn.BufferType.L1).num_banks),
     )
     weights = {
         "wqkv": dram_sharded_weight(ttnn, dim, qkv_n, banks),

@@ -8,6 +8,7 @@ tt_models/layouts.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,6 +26,16 @@ from tt_models.rope import cos_sin_tables, transformation_matrix
 from tt_models.weights import WeightStore
 
 TILE = 32
+
+
+@dataclass(frozen=True)
+class RopeTables:
+    """Doubled cos/sin of every position on the device: TILE for prefill's slices, row-major for decode's lookups."""
+
+    cos_tile: Any
+    sin_tile: Any
+    cos_rows: Any
+    sin_rows: Any
 
 
 class Transformer:
@@ -67,13 +78,10 @@ class Transformer:
         final = self.precisions[-1].residual
         self.logits_dtype = ttnn.float32 if final == ttnn.float32 else ttnn.bfloat16
         self.rope_dtype = ttnn.float32 if final == ttnn.float32 else ttnn.bfloat16
-        cos, sin = cos_sin_tables(args.hf_config, args.head_dim, max_positions)
         self.max_positions, self.max_batch = max_positions, max_batch
-        # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
-        self.cos_tile = self._const(cos, ttnn.TILE_LAYOUT)
-        self.sin_tile = self._const(sin, ttnn.TILE_LAYOUT)
-        self.cos_rows = self._const(cos, ttnn.ROW_MAJOR_LAYOUT)
-        self.sin_rows = self._const(sin, ttnn.ROW_MAJOR_LAYOUT)
+        # One RoPE table per kind of layer (Gemma 3: local and global bases; every other family: one).
+        self.rope_kinds = sorted({args.rope_kind(i) for i in range(args.n_layers)}, key=str)
+        self.rope = {kind: self._rope_tables(kind) for kind in self.rope_kinds}
         trans = transformation_matrix()
         self.trans_mat = self._const(trans, ttnn.TILE_LAYOUT)
         d = self.layouts.decode
@@ -82,6 +90,12 @@ class Transformer:
         self.trans_q = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_q)
         self.trans_k = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_k)
         self.user_split = self._user_split(cols) if self.split_users else None
+
+    def _rope_tables(self, kind: str | None) -> RopeTables:
+        cos, sin = cos_sin_tables(self.args.hf_config, self.args.head_dim, self.max_positions, kind)
+        # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
+        return RopeTables(self._const(cos, ttnn.TILE_LAYOUT), self._const(sin, ttnn.TILE_LAYOUT),
+                          self._const(cos, ttnn.ROW_MAJOR_LAYOUT), self._const(sin, ttnn.ROW_MAJOR_LAYOUT))
 
     def _user_split(self, cols: int) -> UserSplit:
         """Chip (r, c)'s users [c * U, (c + 1) * U): the rows of the QKV product it takes."""
@@ -107,7 +121,12 @@ class Transformer:
         x = ttnn.embedding(tokens, self.tok_embeddings, layout=ttnn.TILE_LAYOUT)
         x = ttnn.reshape(x, (1, 1, rows, self.plan.dim))
         residual = self.precisions[0].residual
-        return ttnn.typecast(x, residual) if x.dtype != residual else x
+        x = ttnn.typecast(x, residual) if x.dtype != residual else x
+        if self.args.embed_scale is not None:
+            scaled = ttnn.multiply(x, self.args.embed_scale)
+            ttnn.deallocate(x)
+            x = scaled
+        return x
 
     def full_vocab(self, logits: Any) -> Any:
         """Logits over the whole vocabulary on every chip (tensor parallel: the chips' slices all-gathered), for
@@ -122,20 +141,21 @@ class Transformer:
     def _head(self, x: Any) -> Any:
         """Final norm and LM head on the width-sharded residual [1, 1, 32, dim] (tensor parallel: each chip's
         [1, 1, 32, dim / N], gathered by the norm): one DRAM-sharded matmul per vocabulary split, gathered into
-        [1, 1, 32, vocab] in L1 (tensor parallel: each chip's [1, 1, 32, vocab / N] slice)."""
+        [1, 1, 32, vocab] in L1, or DRAM for a very wide vocabulary (tensor parallel: each chip's [1, 1, 32,
+        vocab / N] slice)."""
         d = self.layouts.decode
         x = self.norm.decode(x, d)
         parts = []
         for w, mm in zip(self.lm_head, d.lm_head, strict=True):
             part = ttnn.linear(x, w, dtype=self.logits_dtype, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                                program_config=mm.program, compute_kernel_config=fixed_kernel("LM_HEAD"))
-            flat = ttnn.sharded_to_interleaved(part, ttnn.L1_MEMORY_CONFIG)
+            flat = ttnn.sharded_to_interleaved(part, d.logits)
             ttnn.deallocate(part)
-            parts.append(reduce_inputs(flat, self.plan, ttnn.L1_MEMORY_CONFIG))  # 2-D: sum over the row's columns
+            parts.append(reduce_inputs(flat, self.plan, d.logits))  # 2-D: sum over the row's columns
         ttnn.deallocate(x)
         if len(parts) == 1:
             return parts[0]
-        logits = ttnn.concat(parts, dim=-1, memory_config=ttnn.L1_MEMORY_CONFIG)
+        logits = ttnn.concat(parts, dim=-1, memory_config=d.logits)
         for p in parts:
             ttnn.deallocate(p)
         return logits
@@ -151,11 +171,12 @@ class Transformer:
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
         hd = self.args.head_dim
-        rot = Rot(ttnn.slice(self.cos_tile, [0, 0, start, 0], [1, 1, start + seq, hd]),
-                  ttnn.slice(self.sin_tile, [0, 0, start, 0], [1, 1, start + seq, hd]), self.trans_mat)
+        rots = {kind: Rot(ttnn.slice(t.cos_tile, [0, 0, start, 0], [1, 1, start + seq, hd]),
+                          ttnn.slice(t.sin_tile, [0, 0, start, 0], [1, 1, start + seq, hd]), self.trans_mat)
+                for kind, t in self.rope.items()}
         x = self._embed(tokens, seq)
-        for layer, cache in zip(self.layers, kv_cache, strict=True):
-            x = layer.prefill(x, rot, cache, page_table, user_id, chunk_start=start,
+        for i, (layer, cache) in enumerate(zip(self.layers, kv_cache, strict=True)):
+            x = layer.prefill(x, rots[self.args.rope_kind(i)], cache, page_table, user_id, chunk_start=start,
                               chunk_page_table=chunk_page_table, fill_len=fill_len)
         if return_hidden:
             return x
@@ -170,11 +191,11 @@ class Transformer:
         x = ttnn.slice(hidden, [0, 0, t0, 0], [1, 1, t0 + TILE, self.plan.dim])
         return self._head(ttnn.to_memory_config(x, self.layouts.decode.residual))
 
-    def _decode_rot(self, rot_idxs: Any) -> Rot:
+    def _decode_rot(self, rot_idxs: Any, t: RopeTables) -> Rot:
         """Each user's cos/sin rows (gathered by position), placed next to its Q heads and next to its K heads."""
         d, users, hd = self.layouts.decode, rot_idxs.shape[-1], self.args.head_dim
         tables = []
-        for rows in (self.cos_rows, self.sin_rows):
+        for rows in (t.cos_rows, t.sin_rows):
             t = ttnn.embedding(rot_idxs, rows, layout=ttnn.TILE_LAYOUT)  # [1, B, hd]
             t = ttnn.transpose(ttnn.unsqueeze_to_4D(t), 1, 2)  # [1, B, 1, hd]: a user's row on its own tile
             tables.append((ttnn.interleaved_to_sharded(t, d.rope_q), ttnn.interleaved_to_sharded(t, d.rope_k)))
@@ -189,8 +210,8 @@ class Transformer:
         at 0), page_table [B, W] int32 -> logits [1, 1, B (padded to 32), vocab]. With the users split over a row's
         chips (2-D), current_pos, rot_idxs and page_table hold each chip's own users (users_mapper)."""
         users = tokens.shape[-1]
-        rot = self._decode_rot(rot_idxs)
+        rots = {kind: self._decode_rot(rot_idxs, t) for kind, t in self.rope.items()}
         x = ttnn.to_memory_config(self._embed(tokens, users), self.layouts.decode.residual)
-        for layer, cache in zip(self.layers, kv_cache, strict=True):
-            x = layer.decode(x, rot, cache, current_pos, page_table)
+        for i, (layer, cache) in enumerate(zip(self.layers, kv_cache, strict=True)):
+            x = layer.decode(x, rots[self.args.rope_kind(i)], cache, current_pos, page_table)
         return self._head(x)

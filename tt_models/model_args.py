@@ -5,15 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 # HF architecture -> family. Each family is the Llama decoder with a few switches (ModelArgs below).
 SUPPORTED_ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Gemma3ForCausalLM": "gemma3",
 }
+# A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
+MODEL_TYPES = {"gemma3_text": "gemma3"}
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
-SUPPORTED_ACTIVATIONS = ("silu",)
+# The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
+SUPPORTED_ACTIVATIONS = {"gemma3": ("gelu_pytorch_tanh",)}
+DEFAULT_ACTIVATIONS = ("silu",)
+# Gemma 3's two attention layer kinds (HF's layer_types); the other families' layers are all "full_attention", or all
+# "sliding_attention" where a window is set.
+SLIDING, FULL = "sliding_attention", "full_attention"
 
 
 # HF config fields that change a model's math, with the value under which the TT models compute exactly what the
@@ -33,6 +43,7 @@ NEUTRAL_FIELDS: dict[str, Any] = {
     "no_rope_layers": None,
     "dual_chunk_attention_config": None,  # Qwen2.5-1M's long-context attention
     "attention_chunk_size": None,
+    "use_bidirectional_attention": False,  # EmbeddingGemma: attention without the causal mask
 }
 
 
@@ -76,6 +87,17 @@ class ModelArgs:
     qk_norm: bool
     sliding_window: int | None
     hf_config: Any  # kept for rope initialisation through transformers' own functions
+    # Gemma 3's switches (the Llama decoder otherwise):
+    activation: str = "silu"  # the MLP gate's activation: silu (SwiGLU) or gelu_pytorch_tanh (GeGLU)
+    # Every RMSNorm multiplies by (1 + w): the checkpoint's weights are folded to 1 + w in fp32 at load.
+    norm_unit_offset: bool = False
+    # Four norms per layer: the attention and MLP outputs are normed before their residual adds.
+    sandwich_norms: bool = False
+    embed_scale: float | None = None  # the embedding is multiplied by this (Gemma: sqrt(hidden) in bf16)
+    attn_scale: float | None = None  # softmax scale when it is not head_dim ** -0.5 (Gemma: query_pre_attn_scalar)
+    # Per layer: "sliding_attention" (within sliding_window) or "full_attention"; None = every layer alike (the
+    # window, if any, on every layer). Also selects the layer's RoPE table where the config has one per kind.
+    layer_types: tuple[str, ...] | None = None
     # The checkpoint's MLP size when hidden_dim was padded with zero units so that every chip's share is whole tiles
     # (tt_models.parallel.pad_mlp); None when it is the checkpoint's own.
     mlp_padded_from: int | None = None
@@ -85,6 +107,7 @@ class ModelArgs:
         archs = list(getattr(config, "architectures", None) or [])
         if not archs:  # e.g. a config read from a GGUF file names only its model_type
             model_type = getattr(config, "model_type", "")
+            model_type = MODEL_TYPES.get(model_type, model_type)
             archs = [a for a, fam in SUPPORTED_ARCHITECTURES.items() if fam == model_type]
         arch = next((a for a in archs if a.removeprefix("TT") in SUPPORTED_ARCHITECTURES), None)
         if arch is None:
@@ -95,23 +118,36 @@ class ModelArgs:
         family = SUPPORTED_ARCHITECTURES[arch.removeprefix("TT")]
         _refuse_unsupported_fields(config, family)
         rope = getattr(config, "rope_parameters", None) or {}
-        rope_type = rope.get("rope_type", "default")
-        if rope_type not in SUPPORTED_ROPE_TYPES:
-            raise UnsupportedModelError(f"rope type {rope_type!r} is not supported; supported: {SUPPORTED_ROPE_TYPES}")
-        act = getattr(config, "hidden_act", "silu")
-        if act not in SUPPORTED_ACTIVATIONS:
-            raise UnsupportedModelError(f"activation {act!r} is not supported; supported: {SUPPORTED_ACTIVATIONS}")
+        # Gemma 3 keeps one RoPE setting per layer kind ({"full_attention": {...}, "sliding_attention": {...}}).
+        for params in (rope.values() if rope and all(k in (SLIDING, FULL) for k in rope) else [rope]):
+            rope_type = params.get("rope_type", "default")
+            if rope_type not in SUPPORTED_ROPE_TYPES:
+                raise UnsupportedModelError(f"rope type {rope_type!r} is not supported; supported: "
+                                            f"{SUPPORTED_ROPE_TYPES}")
+        act = getattr(config, "hidden_activation", None) or getattr(config, "hidden_act", "silu")
+        acts = SUPPORTED_ACTIVATIONS.get(family, DEFAULT_ACTIVATIONS)
+        if act not in acts:
+            raise UnsupportedModelError(f"activation {act!r} is not supported for {family}; supported: {acts}")
         if getattr(config, "mlp_bias", False):
             raise UnsupportedModelError("MLP biases (mlp_bias=True) are not supported")
         n_heads = config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
         window = None
-        if family == "mistral" or (family in ("qwen2", "qwen3") and getattr(config, "use_sliding_window", False)):
+        if family in ("mistral", "gemma3") or (family in ("qwen2", "qwen3")
+                                                and getattr(config, "use_sliding_window", False)):
             window = getattr(config, "sliding_window", None)
-        if family in ("qwen2", "qwen3") and window is not None:
-            layer_types = getattr(config, "layer_types", None) or []
-            if any(t != "sliding_attention" for t in layer_types):
+        layer_types = None
+        if family == "gemma3":
+            layer_types = tuple(config.layer_types)
+            if len(layer_types) != config.num_hidden_layers or any(t not in (SLIDING, FULL) for t in layer_types):
+                raise UnsupportedModelError(f"layer_types {list(layer_types)}: expected one of {SLIDING!r} / "
+                                            f"{FULL!r} per layer")
+            if window is None and SLIDING in layer_types:
+                raise UnsupportedModelError("sliding_attention layers without a sliding_window")
+        elif window is not None:
+            if any(t != SLIDING for t in getattr(config, "layer_types", None) or []):
                 raise UnsupportedModelError("mixed sliding/full attention layers are not supported")
+        gemma = family == "gemma3"
         return cls(
             family=family,
             dim=config.hidden_size,
@@ -125,10 +161,27 @@ class ModelArgs:
             max_position_embeddings=config.max_position_embeddings,
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
             qkv_bias=family == "qwen2",
-            qk_norm=family == "qwen3",
+            qk_norm=family in ("qwen3", "gemma3"),
             sliding_window=window,
             hf_config=config,
+            activation=act,
+            norm_unit_offset=gemma,
+            sandwich_norms=gemma,
+            # HF multiplies by sqrt(hidden) cast to the weights' dtype: bf16, as Gemma checkpoints are.
+            embed_scale=float(torch.tensor(config.hidden_size**0.5).to(torch.bfloat16)) if gemma else None,
+            attn_scale=config.query_pre_attn_scalar**-0.5 if gemma else None,
+            layer_types=layer_types,
         )
+
+    def window(self, layer: int) -> int | None:
+        """The sliding window of layer `layer`'s attention (None: it attends to every earlier position)."""
+        if self.layer_types is not None and self.layer_types[layer] != SLIDING:
+            return None
+        return self.sliding_window
+
+    def rope_kind(self, layer: int) -> str | None:
+        """Which RoPE table layer `layer` reads: its layer type where the config has one per kind, else None."""
+        return self.layer_types[layer] if self.layer_types is not None else None
 
     def check_tt_limits(self) -> None:
         """Shapes the TT ops need; refused up front instead of failing inside an op."""

@@ -13,21 +13,27 @@ from typing import Any
 import torch
 
 
-def inverse_frequencies(hf_config: Any, head_dim: int) -> tuple[torch.Tensor, float]:
+def inverse_frequencies(hf_config: Any, head_dim: int, kind: str | None = None) -> tuple[torch.Tensor, float]:
+    """`kind`: the layer type whose setting to use where the config keeps one per kind (Gemma 3:
+    rope_parameters = {"full_attention": {...}, "sliding_attention": {...}})."""
     rope = getattr(hf_config, "rope_parameters", None) or {}
+    if kind is not None:
+        rope = rope[kind]
     rope_type = rope.get("rope_type", "default")
     if rope_type == "default":
         theta = rope.get("rope_theta", getattr(hf_config, "rope_theta", 10000.0))
         return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim)), 1.0
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    inv_freq, attention_scaling = ROPE_INIT_FUNCTIONS[rope_type](hf_config, torch.device("cpu"))
+    extra = {} if kind is None else {"layer_type": kind}
+    inv_freq, attention_scaling = ROPE_INIT_FUNCTIONS[rope_type](hf_config, torch.device("cpu"), **extra)
     return inv_freq.float(), float(attention_scaling)
 
 
-def cos_sin_tables(hf_config: Any, head_dim: int, max_positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+def cos_sin_tables(hf_config: Any, head_dim: int, max_positions: int,
+                   kind: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Doubled cos/sin, [1, 1, max_positions, head_dim] float32."""
-    inv_freq, scaling = inverse_frequencies(hf_config, head_dim)
+    inv_freq, scaling = inverse_frequencies(hf_config, head_dim, kind)
     angles = torch.outer(torch.arange(max_positions, dtype=torch.float64), inv_freq.double())
     cos = (torch.cos(angles) * scaling).repeat_interleave(2, dim=-1)
     sin = (torch.sin(angles) * scaling).repeat_interleave(2, dim=-1)

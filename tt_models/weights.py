@@ -30,10 +30,14 @@ def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
 
 
 class WeightStore:
-    def __init__(self, state_dict: dict[str, torch.Tensor], mesh_device: Any, cache_dir: Path | None) -> None:
+    def __init__(self, state_dict: dict[str, torch.Tensor], mesh_device: Any, cache_dir: Path | None,
+                 norm_fp32: bool = False) -> None:
         self.sd = state_dict
         self.device = mesh_device
         self.cache_dir = cache_dir
+        # RMSNorm weights in fp32 rather than bf16 (rms_norm takes either): Gemma's folded 1 + w, which bf16 would
+        # round to 8 bits next to 1.0.
+        self.norm_dtype = ttnn.float32 if norm_fp32 else ttnn.bfloat16
 
     def _mesh(self, shard: Shard | None) -> tuple[Any, str]:
         """The mesh mapper for a tensor (a shard over the TP group's chips, else a replica on each chip of a
@@ -99,13 +103,13 @@ class WeightStore:
     def norm(self, name: str, shard: Shard | None = None) -> Any:
         """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads; `shard` (on dim 2):
         each chip its own columns' sticks, for the distributed rms_norm."""
-        return self._as_tensor(name, lambda: self.sd[name].reshape(1, 1, -1, 32), ttnn.bfloat16,
+        return self._as_tensor(name, lambda: self.sd[name].reshape(1, 1, -1, 32), self.norm_dtype,
                                ttnn.ROW_MAJOR_LAYOUT, shard=shard)
 
     def norm_row(self, name: str) -> Any:
         """RMSNorm weight as one TILE row [1, 1, 1, dim] (padded to a tile's 32 rows on the device): the layout with
         which rms_norm streams a wide row in blocks instead of holding it whole in L1."""
-        return self._as_tensor(name + ".row", lambda: self.sd[name].reshape(1, 1, 1, -1), ttnn.bfloat16,
+        return self._as_tensor(name + ".row", lambda: self.sd[name].reshape(1, 1, 1, -1), self.norm_dtype,
                                ttnn.TILE_LAYOUT)
 
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
@@ -118,8 +122,8 @@ class ShapeOnlyWeights(WeightStore):
     """Device weights of the right shapes, dtypes and placements with no host data (ttnn.empty): how much a model
     takes on a device, and whether it fits, without reading or materializing its checkpoint."""
 
-    def __init__(self, shapes: dict[str, tuple[int, ...]], mesh_device: Any) -> None:
-        super().__init__({}, mesh_device, None)
+    def __init__(self, shapes: dict[str, tuple[int, ...]], mesh_device: Any, norm_fp32: bool = False) -> None:
+        super().__init__({}, mesh_device, None, norm_fp32)
         self.shapes = shapes
 
     def has(self, name: str) -> bool:
@@ -147,10 +151,10 @@ class ShapeOnlyWeights(WeightStore):
 
     def norm(self, name: str, shard: Shard | None = None) -> Any:
         n = shard.parts(2) if shard is not None else 1
-        return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+        return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), self.norm_dtype, ttnn.ROW_MAJOR_LAYOUT)
 
     def norm_row(self, name: str) -> Any:
-        return self._empty((1, 1, 1, self.shapes[name][0]), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+        return self._empty((1, 1, 1, self.shapes[name][0]), self.norm_dtype, ttnn.TILE_LAYOUT)
 
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         vocab, dim = self.shapes[name]
@@ -173,6 +177,8 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
             p + "feed_forward.w2.weight": (dim, args.hidden_dim),
             p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,),
         })
+        if args.sandwich_norms:
+            shapes.update({p + "post_attention_norm.weight": (dim,), p + "post_ffn_norm.weight": (dim,)})
         if args.qkv_bias:
             shapes.update({p + "attention.wq.bias": (args.n_heads * hd,),
                            p + "attention.wk.bias": (args.n_kv_heads * hd,),

@@ -203,6 +203,8 @@ def f32_cached(x: torch.Tensor) -> torch.Tensor:
 _UNARY: dict[Any, Callable[[torch.Tensor], torch.Tensor]] = {
     UnaryOpType.SILU: torch.nn.functional.silu,
     UnaryOpType.GELU: torch.nn.functional.gelu,
+    # GELU's tanh form (HF's gelu_pytorch_tanh); GELU above is the erf form.
+    UnaryOpType.GELU_TANH: lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
     UnaryOpType.RELU: torch.relu,
     UnaryOpType.SIGMOID: torch.sigmoid,
     UnaryOpType.IDENTITY: lambda x: x,
@@ -218,7 +220,7 @@ def unary(op: str, act: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     if isinstance(key, str):
         key = key.lower()
     if key not in _UNARY:
-        raise TTError(op, f"unsupported activation {act!r}; supported: silu, gelu, relu, sigmoid")
+        raise TTError(op, f"unsupported activation {act!r}; supported: silu, gelu, gelu_tanh, relu, sigmoid")
     return _UNARY[key]
 
 

@@ -105,6 +105,7 @@ class UnaryOpType(enum.Enum):
     RELU = 2
     SIGMOID = 3
     IDENTITY = 4
+    GELU_TANH = 5
 
 
 @dataclass(frozen=True)

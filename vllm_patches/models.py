@@ -43,3 +43,7 @@ class TTQwen2ForCausalLM(_TTAdapter):
 
 class TTQwen3ForCausalLM(_TTAdapter):
     pass
+
+
+class TTGemma3ForCausalLM(_TTAdapter):
+    pass

@@ -7,7 +7,15 @@ import logging
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    Gemma3TextConfig,
+    LlamaConfig,
+    MistralConfig,
+    Qwen2Config,
+    Qwen3Config,
+)
 
 logger = logging.getLogger(__name__)
 NEAR_TIE = 1e-3  # top-2 logit gap, relative to the top logit, below which a greedy divergence is excused
@@ -36,6 +44,14 @@ FAMILIES = {
     "qwen3_qknorm": (Qwen3Config, dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                                        num_attention_heads=4, num_key_value_heads=2, head_dim=64,
                                        tie_word_embeddings=False)),
+    # Gemma 3's layer pattern (5 sliding : 1 global), a window shorter than prompt + generation, local and global
+    # RoPE bases with the global layers' linear scaling (4B and up), a softmax scale from query_pre_attn_scalar that is
+    # not head_dim's, one KV head and head_dim != hidden / heads, as gemma-3-270m / 1b have; tied GeGLU, four norms.
+    "gemma3": (Gemma3TextConfig, dict(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=64, query_pre_attn_scalar=96, sliding_window=48, tie_word_embeddings=True,
+        rope_parameters={"sliding_attention": dict(rope_type="default", rope_theta=10000.0),
+                         "full_attention": dict(rope_type="linear", rope_theta=1000000.0, factor=8.0)})),
 }
 
 
@@ -79,6 +95,11 @@ def load_hf(path: Path) -> torch.nn.Module:
     with torch.no_grad():
         for p in model.parameters():
             p.copy_(p.to(torch.bfloat16).float())
+        for m in model.modules():
+            if hasattr(m, "embed_scale"):
+                # Gemma scales its embedding by sqrt(hidden) cast to the weights' dtype; run in fp32 here, the
+                # checkpoint's bf16 value of it, as HF computes in the checkpoint's own dtype.
+                m.embed_scale.copy_(m.embed_scale.to(torch.bfloat16).float())
     return model
 
 

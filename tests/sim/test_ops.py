@@ -95,6 +95,16 @@ def test_add_mul_broadcast_and_fused_silu(device):
         ttnn.add(dev_tensor(a, device), dev_tensor(torch.randn(1, 1, 5, 64), device))
 
 
+def test_fused_gelu_tanh_is_the_tanh_form(device):
+    """GELU_TANH (Gemma's GeGLU gate, HF's gelu_pytorch_tanh) fused into mul: the tanh form, not GELU's erf form."""
+    a, b = bf16(torch.randn(1, 1, 32, 64) * 3), bf16(torch.randn(1, 1, 32, 64))
+    out = host(ttnn.mul(dev_tensor(a, device), dev_tensor(b, device),
+                        input_tensor_a_activations=[ttnn.UnaryOpType.GELU_TANH], dtype=ttnn.float32))
+    tanh_form = torch.nn.functional.gelu(a, approximate="tanh") * b
+    assert torch.equal(out, tanh_form)
+    assert not torch.equal(out, torch.nn.functional.gelu(a) * b)
+
+
 def test_silu_softmax(device):
     x = bf16(torch.randn(1, 4, 50, 70) * 3)
     close(host(ttnn.silu(dev_tensor(x, device))), torch.nn.functional.silu(x))

@@ -28,8 +28,17 @@ _RENAMES = (
 )
 
 
-def meta_name(hf_name: str) -> str:
-    for old, new in _RENAMES:
+# Gemma's four norms per layer: HF's post_attention_layernorm norms the attention output (it is the Llama families'
+# pre-MLP norm), pre_feedforward_layernorm is the pre-MLP norm.
+_SANDWICH_RENAMES = (
+    ("post_attention_layernorm", "post_attention_norm"),
+    ("pre_feedforward_layernorm", "ffn_norm"),
+    ("post_feedforward_layernorm", "post_ffn_norm"),
+)
+
+
+def meta_name(hf_name: str, sandwich_norms: bool = False) -> str:
+    for old, new in (_SANDWICH_RENAMES if sandwich_norms else ()) + _RENAMES:
         hf_name = hf_name.replace(old, new)
     return hf_name
 
@@ -42,18 +51,21 @@ def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tens
     return w.reshape(n_heads, head_dim, *w.shape[1:])[:, order].reshape(w.shape)
 
 
-def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int,
-               head_dim: int) -> dict[str, torch.Tensor]:
+def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int, head_dim: int,
+               sandwich_norms: bool = False, norm_unit_offset: bool = False) -> dict[str, torch.Tensor]:
     """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE.
 
     Tensors are shared, not copied, where no permutation applies; a missing lm_head or embedding (tied weights)
-    is filled with the other.
+    is filled with the other. `sandwich_norms`: Gemma's four norms per layer; `norm_unit_offset`: every RMSNorm
+    weight w becomes 1 + w in fp32 (Gemma's norm multiplies by 1 + w, in fp32 as HF computes it).
     """
     out: dict[str, torch.Tensor] = {}
     for name, w in state_dict.items():
         if "rotary_emb" in name:
             continue
-        new = meta_name(name)
+        new = meta_name(name, sandwich_norms)
+        if norm_unit_offset and new.endswith("norm.weight"):
+            w = w.float() + 1.0
         try:
             if ".attention.wq." in new:
                 w = interleave_heads(w, n_heads, head_dim)

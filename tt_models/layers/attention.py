@@ -54,7 +54,8 @@ class Attention:
         plan = plan or single_device_plan(args)
         # Ops see this chip's heads (tensor parallel: its share of Q heads and the KV heads they read).
         self.args, self.prec, self.layer, self.layouts, self.plan = plan.local_args(args), prec, layer, layouts, plan
-        self.scale = args.head_dim**-0.5
+        self.scale = args.attn_scale or args.head_dim**-0.5
+        self.window = args.window(layer)  # this layer's sliding window (Gemma: only its sliding layers have one)
         qkv = [p + "wq.weight", p + "wk.weight", p + "wv.weight"]
         # Column-parallel QKV, each chip's columns [its q | its k | its v]; row-parallel WO over the same heads.
         qkv_shard = column_parallel(plan, plan.qkv_rows(args))
@@ -125,12 +126,12 @@ class Attention:
             attn = ttnn.transformer.chunked_scaled_dot_product_attention(
                 q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
                 program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"],
-                sliding_window_size=a.sliding_window)
+                sliding_window_size=self.window)
         else:
             # Attend to K/V as the cache holds them (rounded to its dtype), as a prefix-cache hit's chunked SDPA and
             # every decode step do: otherwise greedy output would depend on whether the prefix was cached.
             attn = ttnn.transformer.scaled_dot_product_attention(
-                q, cached[0], cached[1], is_causal=True, scale=self.scale, sliding_window_size=a.sliding_window,
+                q, cached[0], cached[1], is_causal=True, scale=self.scale, sliding_window_size=self.window,
                 program_config=sdpa_prefill(seq, 0, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
         for t in {id(t): t for t in (q, k, v, *cached)}.values():
             ttnn.deallocate(t)
@@ -168,7 +169,7 @@ class Attention:
                                                    page_table=page_table)
         attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
             q, k_cache, v_cache, page_table, cur_pos_tensor=current_pos, scale=self.scale,
-            sliding_window_size=a.sliding_window, program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            sliding_window_size=self.window, program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,
             compute_kernel_config=k_ops["SDPA_DECODE"])
         for t in (q, k, v):
             ttnn.deallocate(t)

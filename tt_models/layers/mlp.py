@@ -1,4 +1,5 @@
-"""SwiGLU feed-forward: w2(silu(w1 x) * w3 x), with SiLU fused into the multiply as TT does.
+"""Gated feed-forward: w2(act(w1 x) * w3 x), the activation fused into the multiply as TT does: SiLU (SwiGLU), or
+GELU's tanh form (Gemma's GeGLU, HF's gelu_pytorch_tanh).
 
 Decode multiplies straight from the width-sharded residual and keeps every intermediate width-sharded in L1 (the
 gate/up product feeds w2 in the sharding it comes in); prefill runs on interleaved DRAM with 2-D matmuls."""
@@ -15,12 +16,16 @@ from tt_models.parallel import TPPlan, column_parallel, row_parallel
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
+# HF activation name -> the unary op fused into the gate multiply.
+_ACTIVATIONS = {"silu": "SILU", "gelu_pytorch_tanh": "GELU_TANH"}
+
 
 class MLP:
     def __init__(self, weights: WeightStore, layer: int, prec: LayerPrecision, layouts: ModelLayouts,
-                 plan: TPPlan | None = None) -> None:
+                 plan: TPPlan | None = None, activation: str = "silu") -> None:
         p = f"layers.{layer}.feed_forward."
         self.prec, self.layouts, self.plan = prec, layouts, plan
+        self.activation = getattr(ttnn.UnaryOpType, _ACTIVATIONS[activation])
         # Tensor parallel: w1/w3 column-parallel (each chip its slice of hidden units), w2 row-parallel over it.
         cols = column_parallel(plan) if plan else None
         rows = row_parallel(plan) if plan else None
@@ -36,7 +41,7 @@ class MLP:
         if plan is not None and plan.two_d:  # partial sums over the row's columns of x: summed where they lie
             gate = reduce_inputs(gate, plan, gate.memory_config())
             up = reduce_inputs(up, plan, up.memory_config())
-        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=self.prec.activation,
+        h = ttnn.mul(gate, up, input_tensor_a_activations=[self.activation], dtype=self.prec.activation,
                      memory_config=gate.memory_config())
         ttnn.deallocate(gate)
         ttnn.deallocate(up)

@@ -13,6 +13,10 @@ the column-parallel QKV / w1,w3 and the LM head multiply.
   final gather: the output stays this chip's dim / C columns, which the two-way split QKV / w1,w3 / LM head read.
   Decode runs it on interleaved L1 (the simulator has no sharded LayerNorm program for these ops) and puts the
   result back on the residual's width sharding.
+
+Gemma's norms of the attention / MLP outputs (`columns`) keep the residual's split: under tensor parallel their input
+is a chip's columns of the reduce-scattered sum, normed by the distributed rms_norm (the stats gathered, never the
+activation) and left as those columns for the residual add.
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from tt_models.weights import WeightStore
 
 class ResidualNorm:
     def __init__(self, weights: WeightStore, name: str, eps: float, kernel: Any, plan: TPPlan,
-                 layouts: ModelLayouts) -> None:
+                 layouts: ModelLayouts, keep_columns: bool = False) -> None:
         self.eps, self.kernel, self.plan = eps, kernel, plan
+        # The output stays this chip's columns of the residual (Gemma's output norms), whatever the mesh.
+        self.keep_columns = keep_columns
+        distributed = plan.distributed_norm("prefill") or (keep_columns and plan.devices > 1)
         # Whole (replicated on a mesh), where a mode runs the ordinary rms_norm (every mode but the 2-D ones).
         self.weight = None if plan.two_d else weights.norm(name)
         # Prefill's ordinary rms_norm of a row too wide for the whole-row program: gamma as a TILE row.
@@ -37,8 +44,7 @@ class ResidualNorm:
         if self.weight is not None and layouts.prefill_norm_tile_gamma and not plan.distributed_norm("prefill"):
             self.prefill_weight = weights.norm_row(name)
         # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
-        self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2))
-                               if plan.distributed_norm("prefill") else None)
+        self.weight_columns = weights.norm(name, shard=residual_columns(plan, 2)) if distributed else None
 
     def prefill(self, x: Any) -> Any:
         """x [1, 1, S, dim / N] in DRAM -> the normed [1, 1, S, dim] in DRAM."""
@@ -70,6 +76,14 @@ class ResidualNorm:
         ttnn.deallocate(whole)
         return out
 
+    def columns(self, x: Any, memory_config: Any) -> Any:
+        """x interleaved [1, 1, S, dim / N] (a chip's columns; one chip: the whole row) -> the normed columns,
+        interleaved in memory_config."""
+        if self.plan.devices == 1:
+            return ttnn.rms_norm(x, epsilon=self.eps, weight=self.prefill_weight, compute_kernel_config=self.kernel,
+                                 memory_config=memory_config)
+        return self._distributed(x, memory_config)
+
     def _distributed(self, x: Any, memory_config: Any, kernel: Any = None) -> Any:
         """x interleaved in memory_config -> the normed row: gathered (1-D), or this chip's columns of it (2-D)."""
         kernel = kernel or self.kernel
@@ -83,7 +97,7 @@ class ResidualNorm:
         out = ttnn.rms_norm_post_all_gather(x, gathered, epsilon=self.eps, weight=self.weight_columns,
                                             compute_kernel_config=kernel, memory_config=memory_config)
         ttnn.deallocate(gathered)
-        if self.plan.two_d:
+        if self.plan.two_d or self.keep_columns:
             return out
         whole = gather_columns(out, self.plan, memory_config)
         ttnn.deallocate(out)
