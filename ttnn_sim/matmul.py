@@ -278,6 +278,10 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
                               "pass program_config")
         mc = _sharded_output(pc, a, b, mc, mt, nt, device)
     act = unary(op, activation) if activation is not None else None
+    # The program config's fused activation runs in the kernel on each output block (after the bias, before the
+    # pack to the output format), as the multicast program factories apply it.
+    fused = getattr(pc, "fused_activation", None)
+    fused_act = unary(op, fused) if fused is not None else None
     if bias is not None:
         out_shape = list(torch.broadcast_shapes(tuple(out_shape), tuple(bias.shape)))
 
@@ -302,6 +306,8 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
             y = y.reshape(out_shape)
         if bb is not None:
             y = y.float() + bb.float()
+        if fused_act is not None:
+            y = fused_act(y.float())
         return act(y.float()) if act is not None else y
 
     if cb_bytes is not None:
