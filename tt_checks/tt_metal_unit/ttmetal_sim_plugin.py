@@ -18,6 +18,7 @@ friends evaluate against the simulated chip's arch).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -132,6 +133,23 @@ def use_program_cache() -> Iterator[None]:
 @pytest.fixture(scope="function")
 def is_ci_env() -> bool:
     return os.getenv("CI") == "true"
+
+
+@pytest.fixture
+def expect_error() -> Any:
+    """tt-metal's root-conftest fixture: ``with expect_error(ErrorType, "text"):`` passes when the block raises
+    ErrorType with ``text`` in its message and fails the test when it raises nothing."""
+
+    @contextlib.contextmanager
+    def expect_error_(error: type[BaseException], message: str) -> Iterator[None]:
+        try:
+            yield
+        except error as exception:
+            assert message in str(exception), f"{error.__name__} raised, without {message!r}: {exception}"
+        else:
+            pytest.fail(f"Expected {error.__name__} matching {message!r}")
+
+    return expect_error_
 
 
 # ----------------------------------------------------------------------------------------------------------------
