@@ -467,6 +467,21 @@ def matmul() -> Iterator[tuple[str, dict]]:
             "WIDTH_SHARDED", "DRAM", [(0, 0, 11, 0)], (640, 96))), program_config=pcd(in0=1), memory_config=ws)
     yield "matmul/pc-in0-block-w-0", call("linear", xd, wd, program_config=pcd(in0=0), memory_config=ws)
 
+    # Activations by name (fused in the kernel with a core grid or program config, else a unary op afterwards) and
+    # the optional output tensor (its dtype and place; an explicit dtype must agree, its volume must be the output's).
+    grid = obj("CoreGrid", x=8, y=1)
+    yield "matmul/fused-mish-core-grid", call("linear", a, b, activation="mish", core_grid=grid)
+    yield "matmul/mish-unfused", call("linear", a, b, activation="mish")
+    for act in ("relu6", "hardsigmoid", "tanh", "gelu_approx"):
+        yield f"matmul/fused-{act}-core-grid", call("linear", a, b, activation=act, core_grid=grid)
+    yield "matmul/optional-out", call("linear", a, b, optional_output_tensor=T([1, 1, 32, 128]))
+    yield "matmul/optional-out-shape", call("linear", a, b, optional_output_tensor=T([1, 1, 64, 128]))
+    yield "matmul/optional-out-rank2", call("matmul", a, b, optional_output_tensor=T([32, 128]))
+    yield "matmul/optional-out-l1", call("linear", a, b, optional_output_tensor=T([1, 1, 32, 128], m=L1))
+    yield "matmul/optional-out-bfp8", call("linear", a, b, optional_output_tensor=T([1, 1, 32, 128], "BFLOAT8_B"))
+    yield "matmul/optional-out-dtype-mismatch", call("linear", a, b, dtype=enum("DataType.BFLOAT16"),
+                                                     optional_output_tensor=T([1, 1, 32, 128], "BFLOAT8_B"))
+
 
 def heads() -> Iterator[tuple[str, dict]]:
     """Splitting QKV into heads and concatenating heads, decode (height-sharded one user per core) and prefill."""

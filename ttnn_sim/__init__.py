@@ -21,6 +21,7 @@ from .ccl import (
     reset_global_semaphore_value,
     set_fabric_config,
 )
+from .comparison import pearson_correlation_coefficient
 from .conversion import (
     ConcatMesh2dToTensor,
     ConcatMeshToTensor,

@@ -26,7 +26,7 @@ from .program_configs import (
 from .rules import rules
 from .tensor import Tensor
 from .trace import device_op
-from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, round_up
+from .types import FLOAT_TYPES, TILE_SIZE, DataType, Layout, UnaryWithParam, round_up
 
 _WS, _HS, _BS = (TensorMemoryLayout.WIDTH_SHARDED, TensorMemoryLayout.HEIGHT_SHARDED,
                  TensorMemoryLayout.BLOCK_SHARDED)
@@ -86,6 +86,36 @@ CB_BEYOND_L1 = R("Statically allocated dataflow buffers on core range [{}] grow 
 CB_CLASH = R("Statically allocated dataflow buffers in program {} clash with L1 buffers on core range [{}]. L1 buffer "
              "allocated at {} and static dataflow buffer region ends at {}", "matmul/dram-sharded/k160-n864-bfp8-bw5",
              "matmul/dram-sharded/k160-n864-bfp8-bw1", source="tt_metal/impl/program/program.cpp")
+# A fused activation (core_grid or program config: the kernel applies it) must be one the matmul kernels have an SFPU
+# routine for; without either the activation runs as its own unary op afterwards and mish is fine.
+FUSED_ACTIVATION = R("Unsupported UnaryOpType for fused activation: UnaryOpType::{}", "matmul/fused-mish-core-grid",
+                     "matmul/mish-unfused", source="matmul/device/utilities/matmul_utilities.hpp")
+OPTIONAL_OUT_DTYPE = R("Type mismatch between optional output tensor {} & output tensor {}",
+                       "matmul/optional-out-dtype-mismatch", "matmul/optional-out-bfp8")
+OPTIONAL_OUT_VOLUME = R("Invalid optional output tensor", "matmul/optional-out-shape", "matmul/optional-out",
+                        source="matmul/matmul.cpp")
+
+# Activations ttnn's matmul parses beyond the shared unary set (compute.unary), by the names it takes.
+_MATMUL_ACTIVATIONS = {
+    "relu6": torch.nn.functional.relu6,
+    "hardsigmoid": torch.nn.functional.hardsigmoid,
+    "tanh": torch.tanh,
+    # The device's approximate GELU; its tanh form stands for it.
+    "gelu_approx": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "mish": torch.nn.functional.mish,
+}
+_NOT_FUSABLE = ("mish",)
+
+
+def _activation(op: str, act: Any, fused: bool) -> Any:
+    """The torch function of a matmul activation; refused where the kernel would have to fuse one it cannot."""
+    key = act.op_type if isinstance(act, UnaryWithParam) else act
+    name = key.lower() if isinstance(key, str) else getattr(key, "name", "").lower()
+    if fused and name in _NOT_FUSABLE:
+        raise FUSED_ACTIVATION.error(name.upper())
+    if isinstance(key, str) and name in _MATMUL_ACTIVATIONS:
+        return _MATMUL_ACTIVATIONS[name]
+    return unary(op, act)
 
 
 def _as_2d(w: torch.Tensor) -> torch.Tensor:
@@ -239,7 +269,7 @@ def _validate_2d(pc: Any, mt: int, nt: int) -> None:
 
 def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: bool, transpose_b: bool,
             dtype: DataType | None, activation: Any, memory_config: MemoryConfig | None, program_config: Any,
-            compute_kernel_config: Any, core_grid: Any) -> Tensor:
+            compute_kernel_config: Any, core_grid: Any, optional_output_tensor: Tensor | None = None) -> Tensor:
     for t in (a, b, bias):
         ON_DEVICE.require(t is None or (isinstance(t, Tensor) and t.device_or_none is not None))
     CORE_GRID_AND_PC.require(core_grid is None or program_config is None)
@@ -257,6 +287,13 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
     out_dtype = dtype or a.dtype
     device = a.device_or_none
     mc = memory_config or DRAM_MEMORY_CONFIG
+    opt = optional_output_tensor
+    if opt is not None:
+        # The output is written into the given tensor: its dtype (an explicit dtype must agree) and its place.
+        ON_DEVICE.require(isinstance(opt, Tensor) and opt.device_or_none is not None)
+        OPTIONAL_OUT_DTYPE.require(dtype is None or dtype == opt.dtype, f"DataType::{opt.dtype.name}",
+                                   f"DataType::{out_dtype.name}")
+        out_dtype, mc = opt.dtype, opt.memory_config()
     batch = 1
     for d in a_shape[:-2]:
         batch *= d
@@ -277,11 +314,11 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
             raise TTError(op, "the simulator does not model the program config ttnn picks for a sharded output; "
                               "pass program_config")
         mc = _sharded_output(pc, a, b, mc, mt, nt, device)
-    act = unary(op, activation) if activation is not None else None
+    act = _activation(op, activation, core_grid is not None) if activation is not None else None
     # The program config's fused activation runs in the kernel on each output block (after the bias, before the
     # pack to the output format), as the multicast program factories apply it.
     fused = getattr(pc, "fused_activation", None)
-    fused_act = unary(op, fused) if fused is not None else None
+    fused_act = _activation(op, fused, True) if fused is not None else None
     if bias is not None:
         out_shape = list(torch.broadcast_shapes(tuple(out_shape), tuple(bias.shape)))
 
@@ -316,9 +353,16 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
     # 4 rows; bf16 GEMMs on CPUs that have them are not).
     shared = b_shape[:-2] == [1] * (len(b_shape) - 2) and (bias is None or bias.shape[-2] == 1)
     rows = (0,) if shared and not transpose_a and not bf16_gemm_is_native() else ()
-    out = output(a, per_device(compute, a, b, bias, rows=rows), out_dtype, Layout.TILE, mc)
+    shards = per_device(compute, a, b, bias, rows=rows)
+    if opt is not None:
+        OPTIONAL_OUT_VOLUME.require(torch.Size(out_shape).numel() == torch.Size(tuple(opt.shape)).numel())
+        shards = [s.reshape(tuple(opt.shape)) for s in shards]
+    out = output(a, shards, out_dtype, Layout.TILE, mc)
     if cb_bytes is not None:
         _check_circular_buffers(device, cb_bytes, out)
+    if opt is not None:
+        opt._rebind(out)
+        return opt
     return out
 
 
@@ -341,9 +385,9 @@ def matmul(
     sub_device_id: Any = None,
     prefetcher_pipes: Any = None,
 ) -> Tensor:
-    refuse_options("matmul", optional_output_tensor=optional_output_tensor, global_cb=global_cb)
+    refuse_options("matmul", global_cb=global_cb)
     return _matmul("matmul", input_tensor_a, input_tensor_b, None, transpose_a, transpose_b, dtype, activation,
-                   memory_config, program_config, compute_kernel_config, core_grid)
+                   memory_config, program_config, compute_kernel_config, core_grid, optional_output_tensor)
 
 
 @device_op(kernel_replay=True)
@@ -367,10 +411,9 @@ def linear(
     prefetcher_pipes: Any = None,
     in0_column_offset: Any = None,
 ) -> Tensor:
-    refuse_options("linear", optional_output_tensor=optional_output_tensor, global_cb=global_cb,
-                   in0_column_offset=in0_column_offset)
+    refuse_options("linear", global_cb=global_cb, in0_column_offset=in0_column_offset)
     return _matmul("linear", input_tensor_a, input_tensor_b, bias, transpose_a, transpose_b, dtype, activation,
-                   memory_config, program_config, compute_kernel_config, core_grid)
+                   memory_config, program_config, compute_kernel_config, core_grid, optional_output_tensor)
 
 
 __all__ = ["linear", "matmul", "BufferType"]

@@ -41,6 +41,11 @@ def _alias_simulator_as_ttnn() -> None:
     for info in pkgutil.iter_modules(sim.__path__):
         module = importlib.import_module(f"ttnn_sim.{info.name}")
         sys.modules[f"ttnn.{info.name}"] = module
+    # ttnn.operations is a package in the real ttnn; the simulator keeps its pure-Python module activations at the
+    # top level (ttnn_sim.activations) and this gives it the real dotted name.
+    activations = importlib.import_module("ttnn_sim.activations")
+    sys.modules["ttnn.operations.activations"] = activations
+    sys.modules["ttnn.operations"].activations = activations
 
 
 _alias_simulator_as_ttnn()
