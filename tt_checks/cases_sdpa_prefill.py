@@ -84,6 +84,18 @@ def prefill() -> Iterator[tuple[str, dict]]:
     yield "sdpa-prefill/chunks-256-over-seq-128", sd(program_config=pc(256, 256))
     yield "sdpa-prefill/hd-48", sd(T([1, 8, 128, 48]), T([1, 2, 128, 48]), T([1, 2, 128, 48]))
     yield "sdpa-prefill/grid-9x9", sd(program_config=pc(gx=9, gy=9))
+    # the attention sink: one logit per Q head, [1, nqh, 1, 1], tiled bf16/bfp8/bfp4 in DRAM
+    yield "sdpa-prefill/sink/host", sd(attention_sink=host([1, 8, 1, 1], layout="TILE"))
+    yield "sdpa-prefill/sink/row-major", sd(attention_sink=T([1, 8, 1, 1], layout="ROW_MAJOR"))
+    yield "sdpa-prefill/sink/fp32", sd(attention_sink=T([1, 8, 1, 1], "FLOAT32"))
+    yield "sdpa-prefill/sink/l1", sd(attention_sink=T([1, 8, 1, 1], m=L1))
+    yield "sdpa-prefill/sink/batch-2", sd(attention_sink=T([2, 8, 1, 1]))
+    yield "sdpa-prefill/sink/kv-heads", sd(attention_sink=T([1, 2, 1, 1]))  # the kv heads, not Q's
+    yield "sdpa-prefill/sink/2d", sd(attention_sink=T([8, 32]))
+    yield "sdpa-prefill/sink/seq-32", sd(attention_sink=T([1, 8, 32, 1]))
+    yield "sdpa-prefill/sink/width-32", sd(attention_sink=T([1, 8, 1, 32]))
+    yield "sdpa-prefill/sink/bfp8", sd(attention_sink=T([1, 8, 1, 1], "BFLOAT8_B"))
+    yield "sdpa-prefill/sink/ok", sd(attention_sink=T([1, 8, 1, 1]))
 
 
 def chunked() -> Iterator[tuple[str, dict]]:

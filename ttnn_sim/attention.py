@@ -81,6 +81,19 @@ P_MASK_Q_LEN = P("Mask sequence length must match Q sequence length", "sdpa-pref
                  "sdpa-prefill/non-causal-mask")
 P_MASK_K_LEN = P("Mask sequence length must match K sequence length", "sdpa-prefill/mask-k-len-64",
                  "sdpa-prefill/non-causal-mask")
+# The attention sink: one logit per Q head, [1, nqh, 1, 1] (its logical shape's dims 0..3 are read as given).
+P_SINK_TILE = P("Attention sink must be tilized", "sdpa-prefill/sink/row-major", "sdpa-prefill/sink/ok")
+P_SINK_DTYPE = P("Attention sink must be in BF16, BFP8, or BFP4 dataformat", "sdpa-prefill/sink/fp32",
+                 "sdpa-prefill/sink/bfp8")
+P_SINK_DRAM = P("Attention sink must be in DRAM", "sdpa-prefill/sink/l1", "sdpa-prefill/sink/ok")
+P_SINK_BATCH = P("Attention sink batch dimension must be 1. Got {}", "sdpa-prefill/sink/batch-2",
+                 "sdpa-prefill/sink/2d", "sdpa-prefill/sink/ok")
+P_SINK_HEADS = P("Attention sink num_heads must match Q num_heads. Got sink: {}, Q: {}", "sdpa-prefill/sink/kv-heads",
+                 "sdpa-prefill/sink/ok")
+P_SINK_SEQ = P("Attention sink sequence dimension must be 1. Got {}", "sdpa-prefill/sink/seq-32",
+               "sdpa-prefill/sink/ok")
+P_SINK_HIDDEN = P("Attention sink hidden dimension must be 1. Got {}", "sdpa-prefill/sink/width-32",
+                  "sdpa-prefill/sink/ok")
 P_CAUSAL_SEQ = P("Causal SDPA requires Q and K to have the same sequence length. Got Q: {}, K: {}",
                  "sdpa-prefill/causal-k-256", "sdpa-prefill/non-causal-k-256")
 P_KV_BATCH = P("K and V batch must match. Got K: {}, V: {}", "sdpa-prefill/kv-batch-1",
@@ -197,13 +210,15 @@ def _check_grid(grid: Rule, program_config: Any, q: Tensor) -> None:
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor, k_valid_upto: torch.Tensor | None,
-           scale: float, causal: bool, window: int | None, mask: torch.Tensor | None = None) -> torch.Tensor:
+           scale: float, causal: bool, window: int | None, mask: torch.Tensor | None = None,
+           sink: torch.Tensor | None = None) -> torch.Tensor:
     """Attention in fp32 with explicit positions. q [b, nqh, s, d]; k, v [b, nkv, t, d]; q_pos [b, s] absolute
-    positions of the queries; key j sits at position j."""
+    positions of the queries; key j sits at position j. sink [nqh]: one more logit per head (already scaled) that
+    joins the softmax denominator and has no value row."""
     b, nqh, s, d = q.shape
     nkv, t = k.shape[1], k.shape[2]
     g = nqh // nkv
-    if mask is None:
+    if mask is None and sink is None:
         # torch's fused kernel: the same fp32 math without materializing [heads, s, t] scores.
         kpos = torch.arange(t)
         qp = q_pos.reshape(b, 1, s, 1)
@@ -232,7 +247,11 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tenso
         per_head = mask.shape[1] != 1
         mask_b = b if mask.shape[0] == b else 1
         scores = scores + f32(mask).reshape(mask_b, nkv if per_head else 1, g if per_head else 1, s, t)
-    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully masked rows attend to nothing
+    if sink is not None:
+        sinks = f32(sink).reshape(1, nkv, g, 1, 1).expand(b, nkv, g, s, 1)
+        probs = torch.softmax(torch.cat([scores, sinks], dim=-1), dim=-1)[..., :t].nan_to_num(0.0)
+    else:
+        probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully masked rows attend to nothing
     out = torch.matmul(probs.reshape(b, nkv, g * s, t), f32(v))
     return out.reshape(b, nqh, s, d)
 
@@ -261,8 +280,9 @@ def scaled_dot_product_attention(
     q, k, v, mask = input_tensor_q, input_tensor_k, input_tensor_v, attn_mask
     if mask is not None and isinstance(mask, Tensor):
         P_MASK_HOST.require(mask.device_or_none is not None, "StorageType::HOST")
-    _check_inputs(P_HOST, P_TILIZED, P_DTYPE, P_INTERLEAVED, q, k, v, mask)
-    refuse_options(op, attention_sink=attention_sink, cu_window_seqlens=cu_window_seqlens,
+    sink = attention_sink
+    _check_inputs(P_HOST, P_TILIZED, P_DTYPE, P_INTERLEAVED, q, k, v, mask, sink)
+    refuse_options(op, cu_window_seqlens=cu_window_seqlens,
                    windowed_q_token_offset=windowed_q_token_offset,
                    windowed_q_token_offset_tensor=windowed_q_token_offset_tensor,
                    output_concat_heads=output_concat_heads, attn_mask_block_map=attn_mask_block_map)
@@ -280,6 +300,15 @@ def scaled_dot_product_attention(
         P_MASK_HEADS.require(mask.shape[1] in (1, nqh))
         P_MASK_Q_LEN.require(mask.shape[2] == s)
         P_MASK_K_LEN.require(mask.shape[3] == sk)
+    if sink is not None:
+        P_SINK_TILE.require(sink.layout == Layout.TILE)
+        P_SINK_DTYPE.require(sink.dtype in _DTYPES or reference_precision(sink))
+        P_SINK_DRAM.require(sink.memory_config().buffer_type == BufferType.DRAM)
+        ss = tuple(sink.shape)
+        P_SINK_BATCH.require(ss[0] == 1, ss[0])
+        P_SINK_HEADS.require(len(ss) < 2 or ss[1] == nqh, ss[1] if len(ss) > 1 else None, nqh)
+        P_SINK_SEQ.require(len(ss) < 3 or ss[2] == 1, ss[2] if len(ss) > 2 else None)
+        P_SINK_HIDDEN.require(len(ss) < 4 or ss[3] == 1, ss[3] if len(ss) > 3 else None)
     if is_causal:
         P_CAUSAL_SEQ.require(s == sk, s, sk)
     P_KV_BATCH.require(k.shape[0] == b and v.shape[0] == b, k.shape[0], v.shape[0])
@@ -293,10 +322,13 @@ def scaled_dot_product_attention(
     sc = scale if scale is not None else 1.0 / math.sqrt(d)
     qpos = torch.arange(s).expand(b, s)
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, m: Any) -> torch.Tensor:
-        return attend(qq, kk, vv, qpos, None, sc, is_causal, sliding_window_size, m)
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, m: Any, sk_: Any) -> torch.Tensor:
+        # The sink joins each head's softmax as logit scale * sink[0, h, 0, 0], as the kernel scales it.
+        sinks = None if sk_ is None else f32(sk_).reshape(-1)[:nqh] * sc
+        return attend(qq, kk, vv, qpos, None, sc, is_causal, sliding_window_size, m, sinks)
 
-    return output(q, per_device(compute, q, k, v, mask), q.dtype, Layout.TILE, memory_config or DRAM_MEMORY_CONFIG)
+    return output(q, per_device(compute, q, k, v, mask, sink), q.dtype, Layout.TILE,
+                  memory_config or DRAM_MEMORY_CONFIG)
 
 
 def _binds_as_float(x: Any) -> bool:
