@@ -161,16 +161,17 @@ class TTPlatform(Platform):
 
         tt_cls = tt_generation_class(model.hf_config.architectures)
         caps = getattr(tt_cls, "model_capabilities", {})
-        window = getattr(model.hf_text_config, "sliding_window", None)
-        if cache.enable_prefix_caching and (not caps.get("supports_prefix_caching") or window):
-            logger.info("prefix caching disabled: %s", "sliding window" if window else "not supported by the model")
+        # Sliding-window layers keep their whole context in the cache (the worker's FullAttentionSpec) and apply the
+        # window when reading, so a cached prefix and a chunk continuing from cached KV are complete for them too.
+        if cache.enable_prefix_caching and not caps.get("supports_prefix_caching"):
+            logger.info("prefix caching disabled: not supported by the model")
             cache.enable_prefix_caching = False
         # Chunked prefill across steps: a token budget below the longest prompt prefills long prompts one chunk per
         # step (decode steps in between), for models that continue a prefill from cached KV (the path prefix hits
         # take). Chunks end on block boundaries (the budget is rounded down to whole blocks). Otherwise a prompt is
         # prefilled whole, so the budget must fit the longest prompt or such prompts would wait forever.
         budget, block = sched.max_num_batched_tokens, cache.block_size
-        if caps.get("supports_chunked_prefill") and not window and budget < model.max_model_len:
+        if caps.get("supports_chunked_prefill") and budget < model.max_model_len:
             sched.enable_chunked_prefill = True
             sched.max_num_batched_tokens = max(block, budget // block * block)
             logger.info("chunked prefill: prompts prefilled %d tokens per step", sched.max_num_batched_tokens)

@@ -181,13 +181,24 @@ class TTWorker(WorkerBase):
             return model.kv_cache_heads
         return self.model_config.get_num_kv_heads(self.parallel_config)
 
+    def _layer_windows(self, n_layers: int) -> list[int | None]:
+        """Each layer's sliding window as the TT model computes it (Gemma 3: only its sliding layers; a Qwen2.5
+        config's sliding_window with use_sliding_window off: none)."""
+        model = self.model_runner.model
+        if model is not None and hasattr(model, "model"):
+            args = model.model.args
+            return [args.window(i) for i in range(n_layers)]
+        return [getattr(self.model_config.hf_text_config, "sliding_window", None)] * n_layers
+
     def get_kv_cache_spec(self) -> dict[str, KVCacheSpec]:
+        """Every layer keeps its whole context (FullAttentionSpec, one block table for all layers); a sliding layer's
+        spec records its window, which its attention applies when reading."""
         mc = self.model_config
-        spec = FullAttentionSpec(block_size=self.cache_config.block_size,
-                                 num_kv_heads=self._kv_heads(),
-                                 head_size=mc.get_head_size(), dtype=mc.dtype,
-                                 sliding_window=getattr(mc.hf_text_config, "sliding_window", None))
-        return {f"model.layers.{i}.self_attn": spec for i in range(mc.get_num_layers(self.parallel_config))}
+        n_layers = mc.get_num_layers(self.parallel_config)
+        return {f"model.layers.{i}.self_attn": FullAttentionSpec(
+                    block_size=self.cache_config.block_size, num_kv_heads=self._kv_heads(),
+                    head_size=mc.get_head_size(), dtype=mc.dtype, sliding_window=window)
+                for i, window in enumerate(self._layer_windows(n_layers))}
 
     def get_supported_kv_cache_layouts(self) -> list[str]:
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it

