@@ -103,6 +103,7 @@ from .memory import (
     TensorMemoryLayout,
     create_sharded_memory_config,
 )
+from .mesh_mapping import MeshMapperConfig, PlacementReplicate, PlacementShard, create_mesh_mapper, get_device_tensors
 from .normalization import rms_norm
 from .padding import fill_implicit_tile_padding
 from .program_configs import (
@@ -118,6 +119,7 @@ from .program_configs import (
 )
 from .reduction import argmax, plus_one, topk
 from .sampling import manual_seed, sampling
+from .subdevice import SubDevice, SubDeviceId, SubDeviceManagerId
 from .tensor import Tensor
 from .trace import begin_trace_capture, end_trace_capture, execute_trace, release_trace
 from .types import *  # noqa: F403  (the dtype/layout/config names of the real namespace)

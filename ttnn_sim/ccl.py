@@ -223,10 +223,11 @@ class _MeshBuffers:
     """Every chip's buffer of one tensor, handed to each chip's computation (a collective reads the other chips').
     Holds the tensor's shard list itself, which trace replay refreshes in place."""
 
-    __slots__ = ("shards",)
+    __slots__ = ("shards", "sums")
 
     def __init__(self, t: Tensor) -> None:
         self.shards = t._shards
+        self.sums: list = []  # (line, its sum) of the current run: every chip of a line reads the same sum
 
     def __repr__(self) -> str:
         return "_MeshBuffers"
@@ -250,23 +251,31 @@ def _gather_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list, dim: int
     return torch.cat([mesh.shards[j] for j in line], dim=dim)
 
 
-def _sum_line(mesh: _MeshBuffers, line: list[int]) -> torch.Tensor:
+def _sum_line(mesh: _MeshBuffers, line: list[int], first: bool) -> torch.Tensor:
+    """The fp32 sum of a line's buffers, in line order, computed once per line in one run of the op over the chips
+    (chip 0 runs first and starts afresh: a trace replay rewrites the buffers in place)."""
+    if first:
+        mesh.sums = []
+    for key, total in mesh.sums:
+        if key == line:
+            return total.clone()
     total = f32(mesh.shards[line[0]]).clone()
     for j in line[1:]:
         total += f32(mesh.shards[j])
-    return total
+    mesh.sums.append((list(line), total))
+    return total.clone()
 
 
 def _reduce_scatter_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list, dim: int) -> torch.Tensor:
     line, pos = where[int(chip)]
-    total = _sum_line(mesh, line)
+    total = _sum_line(mesh, line, int(chip) == 0)
     size = total.shape[dim] // len(line)
     return total.narrow(dim, pos * size, size)
 
 
 def _all_reduce_kernel(chip: torch.Tensor, mesh: _MeshBuffers, where: list) -> torch.Tensor:
     line, _ = where[int(chip)]
-    return _sum_line(mesh, line)
+    return _sum_line(mesh, line, int(chip) == 0)
 
 
 def _ring_size(lines: list[list[int]]) -> int:

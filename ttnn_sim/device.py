@@ -206,6 +206,32 @@ class MeshDevice:
                                        f"misses are forbidden")
         self._programs.add(key)
 
+    # --- sub-devices (bookkeeping; see subdevice.py) ---
+    def _sub_devices(self) -> Any:
+        from .subdevice import SubDeviceManagers
+
+        if getattr(self, "_sub_device_managers", None) is None:
+            self._sub_device_managers = SubDeviceManagers()
+        return self._sub_device_managers
+
+    def create_sub_device_manager(self, sub_devices: Any, local_l1_size: int) -> Any:
+        return self._sub_devices().create(sub_devices, local_l1_size)
+
+    def load_sub_device_manager(self, sub_device_manager_id: Any) -> None:
+        self._sub_devices().load(sub_device_manager_id)
+
+    def clear_loaded_sub_device_manager(self) -> None:
+        self._sub_devices().clear_loaded()
+
+    def remove_sub_device_manager(self, sub_device_manager_id: Any) -> None:
+        self._sub_devices().remove(sub_device_manager_id)
+
+    def set_sub_device_stall_group(self, sub_device_ids: Any) -> None:
+        self._sub_devices().set_stall_group(list(sub_device_ids))
+
+    def reset_sub_device_stall_group(self) -> None:
+        self._sub_devices().reset_stall_group()
+
     def check_open(self, op: str) -> None:
         if not self.is_open:
             raise TTError(op, "device is closed")

@@ -5,8 +5,10 @@ Loaded with ``-p ttmetal_sim_plugin`` (tt_checks/tt_metal_unit on PYTHONPATH) by
 * makes ``import ttnn`` (and ``import ttnn.<submodule>``) resolve to ``ttnn_sim``, before any test module
   is imported;
 * provides the fixtures tt-metal's root ``conftest.py`` gives its tests (``device``, ``device_params`` with indirect
-  parametrization, ``mesh_device``, ``reset_seeds``, ``function_level_defaults``, ``use_program_cache``, ...) with the
-  same meaning on the simulator's default chip, a Wormhole N150: our own code, written from reading that conftest;
+  parametrization, ``mesh_device``, ``t3k_mesh_device`` / ``n300_mesh_device`` / ``pcie_mesh_device`` on the
+  simulated meshes (TT_SIM_NUM_DEVICES chips, 8 by default) with device_params' fabric_config set around them,
+  ``reset_seeds``, ``function_level_defaults``, ``use_program_cache``, ...) with the same meaning on the simulator's
+  default chip, a Wormhole N150: our own code, written from reading that conftest;
 * registers tt-metal's custom marks so they are not warnings;
 * fails (never skips) a test that runs past a per-test time limit, so a test too slow for a CPU counts against the
   pass rate instead of vanishing;
@@ -113,6 +115,29 @@ def silicon_arch_blackhole(silicon_arch_name: str) -> None:
         pytest.skip("blackhole-only test")
 
 
+def _open_mesh(shape: Any, device_params: dict) -> Any:
+    """tt-metal's conftest: the fabric (device_params' fabric_config and its companions) is set before the mesh opens
+    and set back to DISABLED after it closes; the rest of device_params goes to open_mesh_device."""
+    params = _updated_device_params(device_params)
+    fabric_config = params.pop("fabric_config", None)
+    reliability_mode = params.pop("reliability_mode", None)
+    fabric_tensix_config = params.pop("fabric_tensix_config", None)
+    if fabric_config:
+        kwargs = {}
+        if reliability_mode is not None:
+            kwargs["reliability_mode"] = reliability_mode
+        if fabric_tensix_config is not None:
+            kwargs["fabric_tensix_config"] = fabric_tensix_config
+        ttnn.set_fabric_config(fabric_config, **kwargs)
+    return ttnn.open_mesh_device(mesh_shape=shape, **params), fabric_config
+
+
+def _close_mesh(dev: Any, fabric_config: Any) -> None:
+    ttnn.close_mesh_device(dev)
+    if fabric_config:
+        ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
+
+
 @pytest.fixture(scope="function")
 def mesh_device(request: pytest.FixtureRequest, device_params: dict) -> Iterator[Any]:
     """An int param is a device count (capped at what exists), a tuple a mesh shape (skip if too big)."""
@@ -124,9 +149,35 @@ def mesh_device(request: pytest.FixtureRequest, device_params: dict) -> Iterator
         shape = ttnn.MeshShape(*param)
     else:
         shape = ttnn.MeshShape(1, min(param, len(device_ids)))
-    dev = ttnn.open_mesh_device(mesh_shape=shape, **_updated_device_params(device_params))
+    dev, fabric = _open_mesh(shape, device_params)
     yield dev
-    ttnn.close_mesh_device(dev)
+    _close_mesh(dev, fabric)
+
+
+def _fixed_mesh(rows: int, cols: int, device_params: dict, why: str) -> Iterator[Any]:
+    if rows * cols > ttnn.get_num_devices():
+        pytest.skip(why)
+    dev, fabric = _open_mesh(ttnn.MeshShape(rows, cols), device_params)
+    yield dev
+    _close_mesh(dev, fabric)
+
+
+@pytest.fixture(scope="function")
+def t3k_mesh_device(device_params: dict) -> Iterator[Any]:
+    """tt-metal's T3000 fixture: the eight chips as a 1x8 mesh."""
+    yield from _fixed_mesh(1, 8, device_params, "Not T3000!")
+
+
+@pytest.fixture(scope="function")
+def n300_mesh_device(device_params: dict) -> Iterator[Any]:
+    """tt-metal's N300 fixture: two chips as a 1x2 mesh."""
+    yield from _fixed_mesh(1, 2, device_params, "Not N300!")
+
+
+@pytest.fixture(scope="function")
+def pcie_mesh_device(device_params: dict) -> Iterator[Any]:
+    """tt-metal's fixture for the four PCIe-attached chips of a T3000, as a 2x2 mesh."""
+    yield from _fixed_mesh(2, 2, device_params, "Requires at least 4 devices to run")
 
 
 @pytest.fixture(scope="function")
