@@ -160,6 +160,22 @@ def chunked() -> Iterator[tuple[str, dict]]:
     yield "sdpa-chunked/grid-9x9", ch(program_config=pc(gx=9, gy=9))
 
 
+def copy_cases() -> Iterator[tuple[str, dict]]:
+    """ttnn.copy(a, b), which the chunked-prefill trace tests use to write new inputs into a trace's tensors: same
+    logical shape and layout; dtype and memory config may differ."""
+    op = "copy"
+    a = T([1, 8, 128, 64])
+    yield "copy/ok", call(op, a, T([1, 8, 128, 64]))
+    yield "copy/int32-row-major-1", call(op, i32([1]), i32([1]))
+    yield "copy/bf16-to-bfp8-l1", call(op, a, T([1, 8, 128, 64], "BFLOAT8_B", m=L1))
+    yield "copy/row-major", call(op, T([1, 8, 128, 64], layout="ROW_MAJOR"), T([1, 8, 128, 64], layout="ROW_MAJOR"))
+    yield "copy/a-host", call(op, host([1, 8, 128, 64], layout="TILE"), T([1, 8, 128, 64]))
+    yield "copy/shape-mismatch", call(op, a, T([1, 8, 64, 64]))
+    yield "copy/same-volume-other-shape", call(op, T([1, 1, 64, 32]), T([1, 1, 32, 64]))
+    yield "copy/tile-to-row-major", call(op, a, T([1, 8, 128, 64], layout="ROW_MAJOR"))
+
+
 def cases() -> Iterator[tuple[str, dict]]:
     yield from prefill()
     yield from chunked()
+    yield from copy_cases()

@@ -51,6 +51,7 @@ from .cores import (
     num_cores_to_corerangeset,
     num_cores_to_corerangeset_in_subcoregrids,
 )
+from .copy_op import copy
 from .data_movement import (
     clone,
     concat,

@@ -69,9 +69,9 @@ def all_rules() -> list[Rule]:
     # Importing the op modules registers their rules.
     import importlib
 
-    for module in ("conversion", "data_movement", "distributed_norm", "eltwise", "embedding", "experimental",
-                   "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding", "paged_cache",
-                   "placement", "reduction", "rotary", "sampling", "sdpa_decode", "transformer"):
+    for module in ("conversion", "copy_op", "data_movement", "distributed_norm", "eltwise", "embedding",
+                   "experimental", "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding",
+                   "paged_cache", "placement", "reduction", "rotary", "sampling", "sdpa_decode", "transformer"):
         importlib.import_module(f"{__package__}.{module}")
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
