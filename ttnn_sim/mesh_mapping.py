@@ -40,8 +40,10 @@ def create_mesh_mapper(mesh_device: Any, config: MeshMapperConfig) -> ShardTenso
         raise TTError("create_mesh_mapper", f"the simulator maps onto 2-D meshes; got shape {shape}, placements "
                                             f"{config.placements}")
     if shape[0] * shape[1] != mesh_device.get_num_devices():
-        raise TTError("create_mesh_mapper", f"mesh shape override {shape} does not hold the mesh's "
-                                            f"{mesh_device.get_num_devices()} devices")
+        # ttnn 0.81.1 places such a tensor on a submesh (SUBMESH mode: an override that fits the mesh per dimension)
+        # and leaves the other devices without a buffer; the simulator's mesh tensors hold one buffer per device.
+        raise TTError("create_mesh_mapper", f"the simulator does not model a mesh tensor on part of the mesh "
+                                            f"(mesh_shape_override {shape} on a {tuple(mesh_device.shape)} mesh)")
     dims = tuple(p.dim if isinstance(p, PlacementShard) else None for p in config.placements)
     return ShardTensor2dMesh(mesh_device, dims, shape)
 
