@@ -578,6 +578,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
         cases_data_movement,
         cases_distributed_norm,
         cases_eltwise,
+        cases_heads_prefill,
         cases_misc,
         cases_options,
         cases_penalties,
@@ -589,6 +590,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_eltwise.cases()
     yield from cases_data_movement.cases()
     yield from cases_sdpa_prefill.cases()
+    yield from cases_heads_prefill.cases()
     yield from cases_misc.cases()
     yield from cases_options.cases()
     yield from cases_sampling.cases()

@@ -584,3 +584,53 @@ def nlp_concat_heads_decode(
 
 __all__ = ["nlp_concat_heads", "nlp_concat_heads_decode", "nlp_create_qkv_heads", "nlp_create_qkv_heads_decode",
            "DRAM_MEMORY_CONFIG"]
+
+
+# ---------------- nlp_create_qkv_heads_falcon7b ----------------
+F = rules("experimental.nlp_create_qkv_heads_falcon7b",
+          "experimental/transformer/nlp_create_qkv_heads_falcon7b/device/"
+          "nlp_create_qkv_heads_falcon7b_device_operation.cpp")
+F_SHARDED_OUT = F("Sharded output memory config is not supported for nlp_create_qkv_heads_falcon7b",
+                  "falcon7b-heads/height-sharded-out", "falcon7b-heads/batch-2-bfp8-l1-out")
+F_HOST = F("Device Operations expect device tensors as inputs", "falcon7b-heads/host", "falcon7b-heads/ok",
+           source="ttnn/cpp/ttnn/device_operation.hpp")
+F_DTYPE = F("Unsupported data format", "falcon7b-heads/uint32", "falcon7b-heads/fp32-l1-in")
+F_TILE = F("Input tensor layout must be TILE but got {}", "falcon7b-heads/row-major", "falcon7b-heads/ok")
+F_SEQ = F("Input shape[2] ({}) must be divisible by TILE_HEIGHT ({})",
+          unreachable="the rule reads the padded shape, and a TILE tensor's rows are always padded to 32")
+F_SHAPE = F("Unsupported input shape", "falcon7b-heads/width-4608", "falcon7b-heads/dim1-2", "falcon7b-heads/ok")
+F_INTERLEAVED_OUT = F("Output memory config layout must be INTERLEAVED but got {}",
+                      unreachable="a sharded output config fails the output-spec check first")
+
+
+@device_op()
+def nlp_create_qkv_heads_falcon7b(
+    input: Tensor,  # noqa: A002
+    *,
+    memory_config: MemoryConfig | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Falcon-7B's fixed split of a fused QKV [B, 1, S, 4672]: Q [B, 71, S, 64] (columns 0..4543), K [B, 1, S, 64]
+    (4544..4607) and V [B, 1, S, 64] (4608..4671), in the input's dtype, TILE, in memory_config or else the input's.
+    The outputs' sequence dimension is the input's padded one (a 100-row input gives 128-row heads, measured)."""
+    x = input
+    mc = memory_config or (x.memory_config() if isinstance(x, Tensor) and x.device_or_none is not None
+                           else DRAM_MEMORY_CONFIG)
+    F_SHARDED_OUT.require(not mc.is_sharded())
+    F_HOST.require(isinstance(x, Tensor) and x.device_or_none is not None)
+    F_DTYPE.require(x.dtype in (DataType.FLOAT32, DataType.BFLOAT16, DataType.BFLOAT8_B))
+    F_TILE.require(x.layout == Layout.TILE, f"Layout::{x.layout.name}")
+    padded = tuple(x.padded_shape)
+    F_SEQ.require(padded[2] % TILE_SIZE == 0, padded[2], TILE_SIZE)
+    F_SHAPE.require(len(padded) == 4 and padded[1] == 1 and padded[3] == 4672)
+    F_INTERLEAVED_OUT.require(mc.memory_layout == TensorMemoryLayout.INTERLEAVED,
+                              f"TensorMemoryLayout::{mc.memory_layout.name}")
+    b, s = padded[0], padded[2]
+
+    def part(lo: int, heads: int) -> Any:
+        def split(t: torch.Tensor) -> torch.Tensor:
+            full = torch.nn.functional.pad(t, (0, 0, 0, s - t.shape[2]))  # the padded rows read as zeros
+            return full[..., lo:lo + heads * 64].reshape(b, s, heads, 64).transpose(1, 2).contiguous()
+        return split
+
+    return tuple(output(x, per_device(part(lo, n), x), x.dtype, Layout.TILE, mc)
+                 for lo, n in ((0, 71), (4544, 1), (4608, 1)))
