@@ -56,3 +56,43 @@ def test_planner_agrees_with_the_model_at_load(mesh_device):
                                                     r"about \d+ chips"):
         TT_CLASSES["LlamaForCausalLM"].initialize_vllm_model(cfg, mesh_device, max_batch_size=32, max_seq_len=4096,
                                                              optimizations="performance", load_format="dummy")
+
+
+# Gemma 3 checkpoints: (head_dim, query_pre_attn_scalar, window, vocabulary, global layers, global RoPE linear factor)
+GEMMA3 = {
+    "gemma-3-270m": (256, 256, 512, 262144, (5, 11, 17), None),
+    "gemma-3-1b-it": (256, 256, 512, 262144, (5, 11, 17, 23), None),
+    "gemma-3-4b-it": (256, 256, 1024, 262208, (5, 11, 17, 23, 29), 8.0),
+    "gemma-3-12b-it": (256, 256, 1024, 262208, tuple(range(5, 48, 6)), 8.0),
+    "gemma-3-27b-it": (128, 168, 1024, 262208, tuple(range(5, 62, 6)), 8.0),
+}
+
+
+@pytest.mark.parametrize("name", GEMMA3)
+def test_gemma3_checkpoint_config(name):
+    """The matrix's Gemma 3 entries (text configs; 4B/12B/27B publish only their text_config's non-default keys) build,
+    under the installed transformers, the model the checkpoint is: 5 sliding : 1 global layers, the window on the
+    sliding ones, RoPE 10k on sliding layers and 1M on global ones (linear x8 on 4B and larger), query_pre_attn_scalar
+    as the softmax scale, head_dim; and a two-layer cell runs one layer of each kind."""
+    import torch
+
+    from tt_models.model_args import FULL, SLIDING, ModelArgs
+    from tt_models.rope import inverse_frequencies
+
+    head_dim, scalar, window, vocab, full, factor = GEMMA3[name]
+    ckpt = find_checkpoint(name)
+    cfg = ckpt.hf_config()
+    a = ModelArgs.from_hf_config(cfg)
+    assert a.family == "gemma3" and a.head_dim == head_dim and a.vocab_size == vocab
+    assert a.attn_scale == scalar**-0.5 and a.sliding_window == window and a.tie_word_embeddings
+    assert tuple(i for i, t in enumerate(a.layer_types) if t == FULL) == full
+    assert a.window(0) == window and a.window(full[0]) is None
+    assert a.rope_kind(0) == SLIDING and a.rope_kind(full[0]) == FULL
+    base = torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim
+    local, scale = inverse_frequencies(cfg, head_dim, SLIDING)
+    torch.testing.assert_close(local, 1.0 / 10000.0**base)
+    glob, gscale = inverse_frequencies(cfg, head_dim, FULL)
+    torch.testing.assert_close(glob, 1.0 / 1000000.0**base / (factor or 1.0))
+    assert scale == gscale == 1.0
+    two = ModelArgs.from_hf_config(ckpt.hf_config(n_layers=2, vocab_size=2048))
+    assert two.layer_types == (SLIDING, FULL) and two.n_layers == 2 and two.attn_scale == a.attn_scale

@@ -10,6 +10,7 @@ from typing import Any
 from .schema import CONFIG_ROOT, ConfigError, check_keys, read_yaml
 
 _KEYS = ("config", "source", "family_note")
+_FULL = "full_attention"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,16 @@ class Checkpoint:
         values = dict(self.config)
         model_type = values.pop("model_type")
         if n_layers is not None:
+            # Per-layer attention kinds (Gemma 3's 5 sliding : 1 full, whether published as layer_types or as a
+            # pattern): the first n layers' kinds, the last of them a full-attention layer when the checkpoint has
+            # any and n >= 2, so that a cell of two layers runs both kinds (and both RoPE settings).
+            types = getattr(AutoConfig.for_model(model_type, **values), "layer_types", None)
+            if types:
+                picked = list(types[:n_layers])
+                if n_layers >= 2 and _FULL in types and _FULL not in picked:
+                    picked[-1] = _FULL
+                if "layer_types" in values or picked != list(types[:n_layers]):
+                    values["layer_types"] = picked
             values["num_hidden_layers"] = n_layers
             if values.get("max_window_layers") is not None:
                 values["max_window_layers"] = min(values["max_window_layers"], n_layers)
@@ -57,8 +68,8 @@ def load_checkpoints() -> dict[str, Checkpoint]:
         where = f"{path}: {hub_id}"
         check_keys(where, entry, _KEYS, ("config", "source"))
         cfg = entry["config"]
-        for key in ("architectures", "model_type", "hidden_size", "intermediate_size", "num_attention_heads",
-                    "vocab_size"):
+        # A multimodal checkpoint's text_config may leave heads and vocabulary to its class's defaults (Gemma 3 4B).
+        for key in ("architectures", "model_type", "hidden_size", "intermediate_size"):
             if key not in cfg:
                 raise ConfigError(f"{where}: config lacks {key}")
         out[hub_id] = Checkpoint(hub_id, dict(cfg), str(entry["source"]))
