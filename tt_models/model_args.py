@@ -15,6 +15,14 @@ SUPPORTED_ARCHITECTURES = {
     "Qwen3ForCausalLM": "qwen3",
     "Gemma3ForCausalLM": "gemma3",
 }
+# Architectures people ask for that are refused, with the reason (rather than only "unsupported").
+REFUSED_ARCHITECTURES = {
+    "Gemma2ForCausalLM": "Gemma 2 soft-caps the attention logits (attn_logit_softcapping) between the QK product "
+                         "and the softmax, which ttnn 0.81.1's fused SDPA ops do not take",
+    "Gemma3ForConditionalGeneration": "the multimodal Gemma 3 (4B and larger) is not served: its vision tower is "
+                                      "not implemented (the text-only Gemma3ForCausalLM, e.g. gemma-3-270m and "
+                                      "gemma-3-1b, is)",
+}
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
 MODEL_TYPES = {"gemma3_text": "gemma3"}
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
@@ -110,6 +118,9 @@ class ModelArgs:
             model_type = MODEL_TYPES.get(model_type, model_type)
             archs = [a for a, fam in SUPPORTED_ARCHITECTURES.items() if fam == model_type]
         arch = next((a for a in archs if a.removeprefix("TT") in SUPPORTED_ARCHITECTURES), None)
+        refused = next((a for a in archs if a.removeprefix("TT") in REFUSED_ARCHITECTURES), None)
+        if arch is None and refused is not None:
+            raise UnsupportedModelError(f"{refused}: {REFUSED_ARCHITECTURES[refused.removeprefix('TT')]}")
         if arch is None:
             raise UnsupportedModelError(
                 f"unsupported architecture {archs or getattr(config, 'model_type', '?')}; "

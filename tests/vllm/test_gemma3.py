@@ -85,3 +85,13 @@ def test_prefix_cache_hit_on_the_long_prompt_gives_the_same_tokens(gemma):
     again = gemma.generate([long_prompt()], params)[0]
     assert (again.num_cached_tokens or 0) >= 512, again.num_cached_tokens
     assert again.outputs[0].token_ids == first.outputs[0].token_ids
+
+
+def test_only_the_sliding_layers_record_a_window(gemma, gemma_hf):
+    """The worker's KV spec, as vLLM's engine core holds it: the window on the sliding layers, none on the global
+    ones (each layer keeps its whole context; the window is applied when reading)."""
+    specs = gemma.collective_rpc("get_kv_cache_spec")[0]
+    types = gemma_hf.config.layer_types
+    assert "full_attention" in types and "sliding_attention" in types
+    windows = [specs[f"model.layers.{i}.self_attn"].sliding_window for i in range(len(types))]
+    assert windows == [gemma_hf.config.sliding_window if t == "sliding_attention" else None for t in types]
