@@ -523,12 +523,20 @@ def all_reduce_async(
     topology: Topology | None = Topology.Linear,
     num_links: int | None = None,
     subdevice_id: Any = None,
+    num_devices: int | None = None,
 ) -> Tensor:
     """ttnn.experimental.all_reduce_async, the (input_tensor, cluster_axis, mesh_device, semaphores..., math_op)
-    overload ttnn.all_reduce runs; only ReduceType.Sum is simulated."""
+    overload ttnn.all_reduce runs, and the (input_tensor, num_devices, semaphores..., math_op) one (by keyword):
+    a sum over the num_devices chips holding the tensor; only ReduceType.Sum is simulated."""
     op = "experimental.all_reduce_async"
     if math_op is not ReduceType.Sum:
         raise TTError(op, f"math_op {math_op!r} is not supported by the simulator (only ttnn.ReduceType.Sum)")
+    if num_devices is not None:
+        dev = require_device(op, input_tensor)
+        if num_devices != dev.get_num_devices():
+            raise TTError(op, f"num_devices {num_devices}: the input is on {dev.get_num_devices()} devices (the "
+                              f"simulator reduces over the devices holding the tensor)")
+        return _all_reduce(op, input_tensor, None, memory_config)
     if mesh_device is not None and input_tensor.device_or_none is not mesh_device:
         raise TTError(op, "input_tensor is not on mesh_device")
     return _all_reduce(op, input_tensor, cluster_axis, memory_config)

@@ -147,6 +147,8 @@ def from_torch(
     parts = mesh_mapper.map(tensor) if mesh_mapper is not None else [tensor]
     shards = [store_as(p.detach(), dtype) for p in parts]
     host = Tensor.make(shards, dtype, layout, None)
+    if device is not None and hasattr(mesh_mapper, "device_for"):
+        device = mesh_mapper.device_for(device)  # a mapper onto a submesh of the mesh
     return _place(host, device, memory_config) if device is not None else host
 
 

@@ -171,6 +171,16 @@ class MeshDevice:
             for i in range(n)
         ]
 
+    def submesh_view(self, shape: tuple[int, int]) -> MeshDevice:
+        """The mesh's first rows x cols chips as a mesh (same chips, same memory): where a tensor mapped onto a
+        submesh of this mesh lives. One view per shape, kept for the mesh's lifetime."""
+        views = self.__dict__.setdefault("_submesh_views", {})
+        rows, cols = shape
+        if (rows, cols) not in views:
+            ids = [self._device_ids[r * self.shape.num_cols + c] for r in range(rows) for c in range(cols)]
+            views[(rows, cols)] = MeshDevice(MeshShape(rows, cols), ids, self.trace_region_size)
+        return views[(rows, cols)]
+
     def enable_reference_precision(self) -> None:
         """Simulator only (no device has it): let ops take fp32 operands a device refuses, for bit-accurate
         comparisons with fp32 references."""

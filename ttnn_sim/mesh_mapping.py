@@ -2,7 +2,9 @@
 ttnn.PlacementShard, ttnn.create_mesh_mapper) and ttnn.get_device_tensors.
 
 A MeshMapperConfig lists one placement per mesh dimension (rows, then columns): replicate along it, or shard the
-tensor's `dim` over it; mesh_shape_override maps onto another shape of the same devices, row-major."""
+tensor's `dim` over it. mesh_shape_override maps onto another shape of the same devices, row-major, or, when it fits
+inside the mesh per dimension, onto that submesh (0.81.1's SUBMESH mode): the tensor then lives on the first
+rows x cols chips, which the simulator models as a tensor on a submesh view of those chips."""
 
 from __future__ import annotations
 
@@ -34,18 +36,27 @@ class MeshMapperConfig:
         self.mesh_shape_override = mesh_shape_override
 
 
+class _SubmeshMapper(ShardTensor2dMesh):
+    """A mapper onto the first rows x cols chips of the mesh (0.81.1's SUBMESH mode): from_torch places the tensor
+    on that submesh, the other chips hold no buffer of it."""
+
+    def device_for(self, mesh_device: Any) -> Any:
+        return mesh_device.submesh_view((self.rows, self.cols))
+
+
 def create_mesh_mapper(mesh_device: Any, config: MeshMapperConfig) -> ShardTensor2dMesh:
-    shape = tuple(config.mesh_shape_override) if config.mesh_shape_override is not None else tuple(mesh_device.shape)
+    mesh = tuple(mesh_device.shape)
+    shape = tuple(config.mesh_shape_override) if config.mesh_shape_override is not None else mesh
     if len(shape) != 2 or len(config.placements) != 2:
         raise TTError("create_mesh_mapper", f"the simulator maps onto 2-D meshes; got shape {shape}, placements "
                                             f"{config.placements}")
-    if shape[0] * shape[1] != mesh_device.get_num_devices():
-        # ttnn 0.81.1 places such a tensor on a submesh (SUBMESH mode: an override that fits the mesh per dimension)
-        # and leaves the other devices without a buffer; the simulator's mesh tensors hold one buffer per device.
-        raise TTError("create_mesh_mapper", f"the simulator does not model a mesh tensor on part of the mesh "
-                                            f"(mesh_shape_override {shape} on a {tuple(mesh_device.shape)} mesh)")
     dims = tuple(p.dim if isinstance(p, PlacementShard) else None for p in config.placements)
-    return ShardTensor2dMesh(mesh_device, dims, shape)
+    if shape[0] * shape[1] == mesh_device.get_num_devices():
+        return ShardTensor2dMesh(mesh_device, dims, shape)  # the whole mesh, row-major
+    if shape[0] <= mesh[0] and shape[1] <= mesh[1]:
+        return _SubmeshMapper(mesh_device, dims, shape)
+    raise TTError("create_mesh_mapper", f"the simulator does not model mesh_shape_override {shape} on a {mesh} mesh "
+                                        f"(neither the mesh's size nor a submesh of it)")
 
 
 def get_device_tensors(tensor: Tensor) -> list[Tensor]:
