@@ -504,9 +504,21 @@ def reduce_scatter_minimal_async(
     op = "experimental.reduce_scatter_minimal_async"
     if not isinstance(dim, int):
         raise TTError(op, f"dim must be an int, got {dim!r}")
-    refuse_options(op, persistent_output_buffers=persistent_output_buffers)
     _require_semaphores(op, multi_device_global_semaphore)
-    return _reduce_scatter(op, input_tensor, dim, cluster_axis, memory_config, num_links)
+    if persistent_output_buffers is None:
+        return _reduce_scatter(op, input_tensor, dim, cluster_axis, memory_config, num_links)
+    # [intermediate, output]: the kernels stage partial sums in the first and write the result into the second,
+    # which the op returns; the result takes the output buffer's place and format.
+    buffers = list(persistent_output_buffers)
+    if len(buffers) != 2 or not all(isinstance(b, Tensor) for b in buffers):
+        raise TTError(op, f"persistent_output_buffers must be [intermediate, output] tensors, got {buffers!r}")
+    out_buf = buffers[1]
+    out = _reduce_scatter(op, input_tensor, dim, cluster_axis, out_buf.memory_config(), num_links)
+    if tuple(out.shape) != tuple(out_buf.shape) or out.dtype != out_buf.dtype:
+        raise TTError(op, f"the persistent output buffer {tuple(out_buf.shape)} {out_buf.dtype} does not hold the "
+                          f"output {tuple(out.shape)} {out.dtype}")
+    out_buf._rebind(out)
+    return out_buf
 
 
 @device_op(kernel_replay=True)

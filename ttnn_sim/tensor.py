@@ -255,6 +255,12 @@ class Tensor:
 
         return from_device(self)
 
+    def deallocate(self, force: bool = True) -> None:
+        """Tensor.deallocate(force): ttnn.deallocate(tensor, force) as a method."""
+        from .conversion import deallocate
+
+        deallocate(self, force)
+
     def to(self, device: Any = None, mem_config: MemoryConfig | None = None, cq_id: Any = None, *,
            target_layout: Layout | None = None) -> Tensor:
         """The real overloads: to(device, mem_config=None, cq_id=None) copies a host tensor to a device;
