@@ -200,6 +200,12 @@ class TTWorker(WorkerBase):
                     head_size=mc.get_head_size(), dtype=mc.dtype, sliding_window=window)
                 for i, window in enumerate(self._layer_windows(n_layers))}
 
+    def kv_cache_windows(self) -> list[int | None]:
+        """Each layer's window in its KV spec, in layer order, as plain data (what `LLM.collective_rpc` can carry
+        back: the specs themselves hold a torch dtype, which vLLM's msgpack does not serialize)."""
+        specs = self.get_kv_cache_spec()
+        return [specs[f"model.layers.{i}.self_attn"].sliding_window for i in range(len(specs))]
+
     def get_supported_kv_cache_layouts(self) -> list[str]:
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
 
