@@ -26,6 +26,12 @@ def smollm2_hf(smollm2_dir):
 PROFILES = ("reference", "performance")
 
 
+# KV blocks of the tests' engines (128 x 64 tokens: 16 full-length requests, far more than 4 slots use). The model's
+# default token budget (131k tokens) holds gigabytes of simulated KV in host memory (SmolLM2 on `reference`: fp32,
+# about 6 GB per engine), which the engine zero-fills at start and the machine then pages.
+TEST_KV_BLOCKS = 128
+
+
 def tt_options(profile: str, **extra) -> dict:
     """vLLM's additional_config for a TT engine on this profile."""
     return {"tt": {"optimizations": profile, **extra}}
@@ -45,7 +51,8 @@ def _session_engine(path: str, profile: str):
 
     # performance is the default profile: that engine is started as a user starts one, with no TT options.
     options = {} if profile == "performance" else {"additional_config": tt_options(profile)}
-    engine = LLM(model=path, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
+    engine = LLM(model=path, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
+                 num_gpu_blocks_override=TEST_KV_BLOCKS, **options)
     engine.tt_profile = profile
     return engine
 

@@ -9,7 +9,7 @@ from vllm import LLM, SamplingParams
 from vllm.engine.arg_utils import EngineArgs
 from vllm.sampling_params import StructuredOutputsParams
 
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 from vllm_patches.tt_config import TTConfig
 
 PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List the planets:", "Explain gravity:",
@@ -50,6 +50,7 @@ def _engine(path, async_decode: bool, profile: str = "reference", **kw):
     import os
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
+    kw.setdefault("num_gpu_blocks_override", TEST_KV_BLOCKS)
     return LLM(model=path, max_num_seqs=4, max_model_len=256, block_size=64, seed=0, **kw,
                additional_config=tt_options(profile, sample_on_device_mode="decode_only", async_decode=async_decode))
 

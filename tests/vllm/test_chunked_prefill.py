@@ -5,7 +5,7 @@ equals the unchunked engine's token for token, and seeded sampling is unchanged 
 import pytest
 from vllm import LLM, SamplingParams
 
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 
 SHORT = ["The capital of France is", "List three colors:", "Explain gravity:", "Name a planet:",
          "Count to five:", "The sky is", "Water boils at"]
@@ -20,7 +20,7 @@ def long_prompt(n_words: int = 380, task: str = "Summarize this text:") -> str:
 def chunked(short_dir, short_llm):
     """The chunking engine on the same profile as `short_llm` (both profiles, tests/vllm/conftest.py)."""
     engine = LLM(model=short_dir, max_num_seqs=8, max_model_len=512, block_size=64, max_num_batched_tokens=160,
-                 seed=0, additional_config=tt_options(short_llm.tt_profile))
+                 num_gpu_blocks_override=TEST_KV_BLOCKS, seed=0, additional_config=tt_options(short_llm.tt_profile))
     yield engine
     shutdown(engine)
 

@@ -4,7 +4,7 @@ greedy output must equal the single-device engine's token for token."""
 
 from vllm import SamplingParams
 
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 from tests.vllm.test_llm_generate import PROMPTS
 
 
@@ -15,6 +15,7 @@ def test_data_parallel_two_replicas_match_single_device(short_llm, short_dir, mo
     single = [list(o.outputs[0].token_ids) for o in short_llm.generate(PROMPTS, params)]
     monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
     engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
+                 num_gpu_blocks_override=TEST_KV_BLOCKS,
                  additional_config=tt_options(short_llm.tt_profile, data_parallel=2))
     try:
         assert "DataParallel(family=llama" in repr(engine) and "mesh=(1, 2)" in repr(engine)

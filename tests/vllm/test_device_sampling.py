@@ -8,7 +8,7 @@ equals the host path token for token, and the logprobs equal vLLM's sampler's.""
 import pytest
 from vllm import LLM, SamplingParams
 
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 
 PROMPTS = ["The capital of France is", "Write a story about a dragon:", "List the planets:", "Explain gravity:"]
 
@@ -21,6 +21,7 @@ def dev(smollm2_dir, llm):
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of lambdas reading the worker
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
+                 num_gpu_blocks_override=TEST_KV_BLOCKS,
                  additional_config=tt_options(llm.tt_profile, sample_on_device_mode="decode_only"))
     yield engine
     shutdown(engine)
@@ -231,6 +232,7 @@ def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev
     assert _runner(dev, "device_sampled_steps") == before  # the default: the host samples it
 
     engine = LLM(model=smollm2_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
+                 num_gpu_blocks_override=TEST_KV_BLOCKS,
                  additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "decode_only",
                                            "unset_top_k_on_device": True}})
     try:

@@ -5,7 +5,7 @@ does not ask is untouched."""
 import torch
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 
 
 class ForceToken(AdapterLogitsProcessor):
@@ -34,6 +34,7 @@ def test_custom_logits_processor_applies_per_request(short_dir, short_llm):
     prompt = "The capital of France is"
     plain = short_llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=6))[0].outputs[0].token_ids
     engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
+                 num_gpu_blocks_override=TEST_KV_BLOCKS,
                  additional_config=tt_options(short_llm.tt_profile), logits_processors=[ForceToken])
     try:
         target = 42 if plain[0] != 42 else 43

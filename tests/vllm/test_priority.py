@@ -12,7 +12,7 @@ from vllm.v1.request import Request
 from vllm.v1.structured_output import StructuredOutputManager
 
 from tests.models.tiny import make_tiny_model
-from tests.vllm.conftest import shutdown
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown
 from tests.vllm.test_scheduler import advance
 from vllm_patches.scheduler import TTScheduler
 
@@ -31,7 +31,7 @@ def _first_token_order(path, policy: str) -> list[str]:
     own process) takes meanwhile, "low" can only find a free slot after "short" is done, by when "high" has arrived.
     (Sending the last two after a step raced "short" finishing and admitted "low" before "high" arrived.)"""
     engine = LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=2, max_model_len=256, block_size=32, seed=0,
-                 scheduling_policy=policy)
+                 scheduling_policy=policy, num_gpu_blocks_override=TEST_KV_BLOCKS)
     try:
         core = engine.llm_engine
 

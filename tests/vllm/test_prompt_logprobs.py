@@ -10,7 +10,7 @@ import torch
 from vllm import LLM, SamplingParams
 
 from tests.models.tiny import load_hf, make_tiny_model
-from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown, tt_options
 
 TOL = 1e-3  # max abs difference of a logprob from HF's (both fp32)
 # performance (bfloat8_b weights, bf16 logits): this random model's logprobs reach -20, where the profile's error moves
@@ -40,7 +40,7 @@ def hf_logprobs(tiny):
 
 def _engine(path, profile: str = "reference", **kw) -> LLM:
     return LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=32, seed=0,
-               additional_config=tt_options(profile), **kw)
+               num_gpu_blocks_override=TEST_KV_BLOCKS, additional_config=tt_options(profile), **kw)
 
 
 def check(prompt: list[int], got: list, ref: torch.Tensor, n: int = TOP_N, tol: float = TOL) -> float:

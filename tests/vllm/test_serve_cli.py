@@ -12,6 +12,7 @@ from pathlib import Path
 import openai
 import torch
 
+from tests.vllm.conftest import TEST_KV_BLOCKS
 from tests.vllm.test_server import free_port
 
 PROMPT = "The capital of France is"
@@ -105,7 +106,7 @@ def test_a_users_gguf_file_is_served_token_exact_with_hf(tmp_path, monkeypatch):
     gguf = tmp_path / "models" / "my-smollm2.Q4_1.gguf"
     gguf.parent.mkdir()
     shutil.copy(default_gguf_path(), gguf)
-    engine = LLM(model=str(gguf), max_num_seqs=4, max_model_len=256, seed=0,
+    engine = LLM(model=str(gguf), max_num_seqs=4, max_model_len=256, seed=0, num_gpu_blocks_override=TEST_KV_BLOCKS,
                  additional_config=tt_options("reference"))
     try:
         assert engine.llm_engine.model_config.served_model_name == str(gguf)

@@ -11,7 +11,7 @@ import pytest
 from vllm import LLM, SamplingParams
 
 from tests.models.tiny import load_hf, make_wide_model
-from tests.vllm.conftest import PROFILES, hf_agreement_ids, shutdown, tt_options
+from tests.vllm.conftest import PROFILES, TEST_KV_BLOCKS, hf_agreement_ids, shutdown, tt_options
 
 PROMPTS = [{"prompt_token_ids": list(range(5 + 40 * i, 30 + 47 * i))} for i in range(3)]
 
@@ -27,7 +27,7 @@ PARAMS = [SamplingParams(temperature=0, max_tokens=5 + 3 * i, ignore_eos=True, d
 
 def _engine(path: str, profile: str, **tt) -> LLM:
     return LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=32, seed=0,
-               additional_config=tt_options(profile, **tt))
+               num_gpu_blocks_override=TEST_KV_BLOCKS, additional_config=tt_options(profile, **tt))
 
 
 def _generate(path: str, profile: str, **tt) -> tuple[list[list[int]], str]:
