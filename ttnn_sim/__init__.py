@@ -43,6 +43,7 @@ from .conversion import (
     typecast,
     zeros,
 )
+from .copy_op import copy
 from .cores import (
     CoreCoord,
     CoreGrid,
@@ -51,7 +52,6 @@ from .cores import (
     num_cores_to_corerangeset,
     num_cores_to_corerangeset_in_subcoregrids,
 )
-from .copy_op import copy
 from .data_movement import (
     clone,
     concat,
