@@ -49,10 +49,11 @@ def llm(smollm2_dir, request):
 def _session_engine(path: str, profile: str):
     from vllm import LLM
 
-    # performance is the default profile: that engine is started as a user starts one, with no TT options.
-    options = {} if profile == "performance" else {"additional_config": tt_options(profile)}
-    engine = LLM(model=path, max_num_seqs=4, max_model_len=512, block_size=64, seed=0,
-                 num_gpu_blocks_override=TEST_KV_BLOCKS, **options)
+    # performance is the default profile: that engine is started as a user starts one, with no TT options (and the
+    # model's own KV budget, bfloat8_b); the simulator-only fp32 reference one holds TEST_KV_BLOCKS.
+    options = ({} if profile == "performance" else
+               {"additional_config": tt_options(profile), "num_gpu_blocks_override": TEST_KV_BLOCKS})
+    engine = LLM(model=path, max_num_seqs=4, max_model_len=512, block_size=64, seed=0, **options)
     engine.tt_profile = profile
     return engine
 
