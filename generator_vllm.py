@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import is_simulator, ttnn
-from tt_models.capacity import KVCapacity, kv_capacity
+from tt_models.capacity import KVCapacity, cache_slots, kv_capacity
 from tt_models.checkpoint import hf_to_meta, load_state_dict, pad_mlp_weights
 from tt_models.config import load_model_overrides, load_optimizations
 from tt_models.data_parallel import DataParallel
@@ -143,11 +143,12 @@ class TTCausalLM(Generator):
         """KV-cache tokens across all users this model asks for (tt_models/configs/models), before device limits."""
         return load_model_overrides(model_name).token_budget or DEFAULT_TOKEN_BUDGET
 
-    def kv_cache_capacity(self, block_size: int) -> KVCapacity:
+    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None) -> KVCapacity:
         """KV blocks of block_size tokens the device's DRAM holds now (after the weights), leaving room for
-        prefill's activations at this model's chunk size."""
+        prefill's activations at this model's chunk size. cache_layers: how many layers' K/V tensors a block spans
+        (default every layer; vLLM's hybrid KV cache lets one layer of each group share a tensor, so fewer)."""
         return kv_capacity(self.mesh_device, self.model.local_args, block_size, self.model.kv_cache_dtype(),
-                           self.max_prefill_chunk)
+                           self.max_prefill_chunk, cache_layers)
 
     @property
     def kv_cache_heads(self) -> int:
@@ -155,9 +156,15 @@ class TTCausalLM(Generator):
         the cache shape vLLM allocates is (blocks, kv_cache_heads, block_size, head_dim)."""
         return self.model.plan.n_kv_heads
 
-    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
+    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int,
+                          layer_groups: Sequence[int] | None = None) -> list:
         """kv_cache[dp][layer] = [K, V], each (num_blocks, kv_cache_heads, block_size, head_dim) per chip in the
-        profile's KV-cache dtype (vLLM's torch dtype only sizes the pages)."""
+        profile's KV-cache dtype (vLLM's torch dtype only sizes the pages).
+
+        layer_groups (vLLM's hybrid KV cache): each layer's KV-cache group, whose own block table (page_table[g])
+        it reads and writes. Block ids are unique across groups (one pool), so the k-th layer of every group shares
+        one K/V tensor pair, as vLLM aliases them on a GPU: a model with 5 sliding-window groups and 1 global group
+        of 3 layers each holds 3 tensor pairs of num_blocks blocks, not 18."""
         num_blocks, nkv, block_size, head_dim = kv_cache_shape
         a = self.model.args
         if (nkv, head_dim) != (self.kv_cache_heads, a.head_dim):
@@ -171,6 +178,8 @@ class TTCausalLM(Generator):
         if self.max_prefill_chunk % block_size:
             raise ValueError(f"max_prefill_chunk {self.max_prefill_chunk} must be a multiple of the KV block size "
                              f"{block_size}: every prefill chunk after the first starts on a block boundary")
+        slots = cache_slots(layer_groups, num_layers)
+        self.model.kv_groups = tuple(layer_groups) if layer_groups is not None else (0,) * num_layers
         dtype_tt = self.model.kv_cache_dtype()
 
         def zeros() -> Any:
@@ -180,7 +189,8 @@ class TTCausalLM(Generator):
             t = ttnn.empty(kv_cache_shape, dtype_tt, ttnn.TILE_LAYOUT, self.mesh_device, ttnn.DRAM_MEMORY_CONFIG)
             return ttnn.fill(t, 0.0, output_tensor=t)
 
-        return [[[zeros(), zeros()] for _ in range(num_layers)]]
+        tensors = [[zeros(), zeros()] for _ in range(max(slots) + 1)]
+        return [[tensors[s] for s in slots]]
 
     def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
                         sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
@@ -230,7 +240,7 @@ class TTCausalLM(Generator):
         while True:
             length = min(n, self.max_seq_len, self.max_prefill_chunk)
             tokens = torch.zeros(1, length, dtype=torch.int32)
-            table = torch.zeros(1, -(-length // block_size), dtype=torch.int32)
+            table = torch.zeros(self.page_table_shape(1, -(-length // block_size)), dtype=torch.int32)
             self.prefill_forward(tokens, table, kv_cache, [length])
             if length >= min(self.max_seq_len, self.max_prefill_chunk):
                 break
@@ -243,7 +253,7 @@ class TTCausalLM(Generator):
         written to the cache."""
         tokens = torch.zeros(max_batch_size, 1, dtype=torch.int32)
         pos = torch.full((max_batch_size,), -1, dtype=torch.int32)
-        table = torch.zeros(max_batch_size, num_blocks, dtype=torch.int32)
+        table = torch.zeros(self.page_table_shape(max_batch_size, num_blocks), dtype=torch.int32)
         for params in sampling_params or [None]:
             self.decode_forward(tokens, pos, table, kv_cache, enable_trace=enable_trace, sampling_params=params)
 

@@ -1,6 +1,7 @@
 """How much KV cache a device holds once a model's weights are on it, from the device's own allocator.
 
-The paged KV cache is 2 x n_layers interleaved DRAM tensors [num_blocks, n_kv_heads, block_size, head_dim]; each
+The paged KV cache is 2 x n_layers (fewer with vLLM's hybrid KV cache: cache_slots) interleaved DRAM tensors
+[num_blocks, n_kv_heads, block_size, head_dim]; each
 spreads its tiles round-robin over the DRAM banks, so a bank holds ceil(tiles / banks) tiles of each. What a bank has
 left after the weights (ttnn.get_memory_view: the largest free block of DRAM per bank, identical in every bank) minus
 room for prefill's interleaved activations bounds the block count. The vLLM worker caps vLLM's block count with it,
@@ -9,6 +10,7 @@ and scripts/check_real_ttnn.sh allocates exactly that many blocks on the real al
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,17 +49,36 @@ def activation_reserve(args: Any, max_prefill_tokens: int, banks: int) -> int:
     return int(1.25 * 2 * elems / banks)
 
 
-def kv_capacity(device: Any, args: Any, block_size: int, kv_dtype: Any, max_prefill_tokens: int) -> KVCapacity:
-    """KV blocks that fit in the device's DRAM as it is now (call once the weights are loaded)."""
+def cache_slots(layer_groups: Sequence[int] | None, n_layers: int) -> list[int]:
+    """The K/V tensor pair each layer uses. One per layer, unless vLLM's hybrid KV cache groups the layers
+    (layer_groups: each layer's group): its block ids are unique across groups, so the k-th layer of every group can
+    share the k-th pair, and the cache holds as many pairs as the largest group has layers."""
+    if layer_groups is None:
+        return list(range(n_layers))
+    if len(layer_groups) != n_layers:
+        raise ValueError(f"layer_groups names {len(layer_groups)} layers of a {n_layers}-layer model")
+    seen: dict[int, int] = {}
+    slots = []
+    for g in layer_groups:
+        slots.append(seen.get(g, 0))
+        seen[g] = slots[-1] + 1
+    return slots
+
+
+def kv_capacity(device: Any, args: Any, block_size: int, kv_dtype: Any, max_prefill_tokens: int,
+                cache_layers: int | None = None) -> KVCapacity:
+    """KV blocks that fit in the device's DRAM as it is now (call once the weights are loaded); a block spans
+    cache_layers layers' K and V (default: every layer; fewer under vLLM's hybrid KV cache, see cache_slots)."""
+    n_layers = cache_layers or args.n_layers
     view = ttnn.get_memory_view(device, ttnn.BufferType.DRAM)
     banks, free = view.num_banks, view.largest_contiguous_bytes_free_per_bank
     reserve = activation_reserve(args, max_prefill_tokens, banks)
     name = kv_dtype.name if hasattr(kv_dtype, "name") else str(kv_dtype).rsplit(".", 1)[-1]
-    per_block = kv_bank_bytes(banks, args.n_layers, args.n_kv_heads, block_size, args.head_dim, name, banks) / banks
+    per_block = kv_bank_bytes(banks, n_layers, args.n_kv_heads, block_size, args.head_dim, name, banks) / banks
     budget = free - reserve
     blocks = max(0, int(budget // per_block)) if per_block else 0
     # The per-bank rounding can cost a tile per tensor: step down until the exact size fits.
-    while blocks and kv_bank_bytes(blocks, args.n_layers, args.n_kv_heads, block_size, args.head_dim, name,
+    while blocks and kv_bank_bytes(blocks, n_layers, args.n_kv_heads, block_size, args.head_dim, name,
                                    banks) > budget:
         blocks -= 1
     return KVCapacity(blocks, free, reserve, per_block, banks)

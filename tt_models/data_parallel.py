@@ -9,7 +9,7 @@ per-replica row ranges and the outputs put back in slot order; prefill rows go t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,14 +85,18 @@ class DataParallel:
     def get_max_tokens_all_users(self, *args: Any, **kwargs: Any) -> int:
         return self.replicas[0].get_max_tokens_all_users(*args, **kwargs)
 
-    def kv_cache_capacity(self, block_size: int) -> Any:
+    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None) -> Any:
         """Every replica holds every block id, so the smallest replica bounds the block count."""
-        caps = [r.kv_cache_capacity(block_size) for r in self.replicas]
+        caps = [r.kv_cache_capacity(block_size, cache_layers) for r in self.replicas]
         return min(caps, key=lambda c: c.blocks)
 
-    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int) -> list:
+    def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int,
+                          layer_groups: Sequence[int] | None = None) -> list:
         """kv_cache[replica][layer] = [K, V] on that replica's submesh."""
-        return [r.allocate_kv_cache(kv_cache_shape, dtype, num_layers)[0] for r in self.replicas]
+        return [r.allocate_kv_cache(kv_cache_shape, dtype, num_layers, layer_groups)[0] for r in self.replicas]
+
+    def page_table_shape(self, users: int, width: int) -> tuple[int, ...]:
+        return self.replicas[0].page_table_shape(users, width)
 
     def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
                         sampling_params: TTSamplingParams | None = None, empty_slots: Any = None,
@@ -114,7 +118,7 @@ class DataParallel:
             if not rows:
                 continue
             res = replica.prefill_forward(
-                tokens[rows], page_table[rows], self._kv(kv_cache, r), [lens[i] for i in rows],
+                tokens[rows], page_table[..., rows, :], self._kv(kv_cache, r), [lens[i] for i in rows],
                 sampling_params=sampling_params, empty_slots=[slots[i] % self.per_replica for i in rows],
                 start_pos=[starts[i] for i in rows] if starts is not None else None,
                 return_prompt_logits=[wanted[i] for i in rows] if wanted is not None else None, **kw)
@@ -135,7 +139,7 @@ class DataParallel:
         outs = []
         for r, replica in enumerate(self.replicas):
             lo, hi = r * self.per_replica, (r + 1) * self.per_replica
-            outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[lo:hi],
+            outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[..., lo:hi, :],
                                                self._kv(kv_cache, r), enable_trace, read_from_device,
                                                _split_params(sampling_params, lo, hi), **kw))
         return _cat(outs) if read_from_device else outs

@@ -40,7 +40,7 @@ class _PendingRead:
 @dataclass
 class _DecodeTrace:
     trace_id: int | None
-    inputs: list[Any]  # device tensors the trace reads: tokens, current_pos, rot_idxs, page_table
+    inputs: list[Any]  # device tensors the trace reads: tokens, current_pos, rot_idxs, page table(s), sampling
     output: Any
 
 
@@ -69,6 +69,7 @@ class Generator:
         rows, so only prompts that ask for them (prompt logprobs) pay it."""
         layer_caches = kv_cache[0]
         block_size = layer_caches[0][0].shape[2]
+        tables = self._group_tables(page_table)
         lens = [int(x) for x in prompt_lens]
         starts = [int(x) for x in start_pos] if start_pos is not None else [0] * len(lens)
         out = torch.empty(len(lens), 1, self.model.args.vocab_size)
@@ -85,17 +86,39 @@ class Generator:
                                  f"size {block_size}")
             if not 0 <= start < n or start % block_size:
                 raise ValueError(f"start_pos {start} must be a whole number of blocks ({block_size}) below {n}")
-            row = page_table[i, : -(-n // block_size)].to(torch.int32)
+            rows = tables[:, i, : -(-n // block_size)].to(torch.int32)
             if wanted[i]:
-                every[i] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size, every_row=True)
+                every[i] = self._prefill_user(tokens[i, :n], start, rows, layer_caches, block_size, every_row=True)
                 out[i, 0] = every[i][-1]
             else:
-                out[i, 0] = self._prefill_user(tokens[i, :n], start, row, layer_caches, block_size)
+                out[i, 0] = self._prefill_user(tokens[i, :n], start, rows, layer_caches, block_size)
         return (out, every) if prompt_logits is not None else out
 
-    def _prefill_user(self, tokens: torch.Tensor, start: int, page_row: torch.Tensor, caches: list,
+    def _group_tables(self, page_table: torch.Tensor) -> torch.Tensor:
+        """Page tables as [G, B, W]: one table [B, W] for every layer, or one per KV-cache group (vLLM's hybrid
+        KV cache: model.kv_groups says which group each layer reads)."""
+        groups = max(self.model.kv_groups) + 1
+        tables = page_table[None] if page_table.dim() == 2 and groups == 1 else page_table
+        if tables.dim() != 3 or tables.shape[0] != groups:
+            raise ValueError(f"page_table {tuple(page_table.shape)}: expected "
+                             + ("[B, W]" if groups == 1 else f"[{groups}, B, W], one table per KV-cache group"))
+        return tables
+
+    def page_table_shape(self, users: int, width: int) -> tuple[int, ...]:
+        """The shape of a page table for `users` rows of `width` blocks: [B, W], or [G, B, W] with G KV-cache
+        groups."""
+        groups = max(self.model.kv_groups) + 1
+        return (users, width) if groups == 1 else (groups, users, width)
+
+    def _per_group(self, tables: torch.Tensor) -> Any:
+        """[G, 1, W] host tables on the device: the one table, or one per group (what Transformer takes)."""
+        out = [self._to_device(t.contiguous(), ttnn.int32) for t in tables]
+        return out[0] if len(out) == 1 else out
+
+    def _prefill_user(self, tokens: torch.Tensor, start: int, page_rows: torch.Tensor, caches: list,
                       block_size: int, every_row: bool = False) -> torch.Tensor:
-        """The last token's logits [vocab]; every_row: the logits [n - start, vocab] of every position from start."""
+        """The last token's logits [vocab]; every_row: the logits [n - start, vocab] of every position from start.
+        page_rows [G, blocks]: the user's blocks in each KV-cache group."""
         n = tokens.shape[0]
         chunk = start
         rows: list[torch.Tensor] = []
@@ -108,17 +131,17 @@ class Generator:
             first_block, end_block = chunk // block_size, -(-(chunk + length) // block_size)
             # Attention may read up to the padded end; columns past the user's blocks point at the null block 0,
             # whose rows only the discarded padding queries can see.
-            table = torch.zeros(1, -(-(chunk + padded) // block_size), dtype=torch.int32)
-            real = page_row[: table.shape[1]]
-            table[0, : real.shape[0]] = real
+            table = torch.zeros(page_rows.shape[0], 1, -(-(chunk + padded) // block_size), dtype=torch.int32)
+            real = page_rows[:, : table.shape[2]]
+            table[:, 0, : real.shape[1]] = real
             chunk_table = None
             if chunk > 0:
-                chunk_table = self._to_device(page_row[None, first_block:end_block].contiguous(), ttnn.int32)
+                chunk_table = self._per_group(page_rows[:, None, first_block:end_block])
             last = n - 1 - chunk
             is_last = chunk + length >= n
             logits = self.model.prefill(self._to_device(ids.reshape(1, 1, 1, -1), ttnn.uint32), chunk,
                                         last if is_last else None, caches,
-                                        self._to_device(table, ttnn.int32), user_id=0, chunk_page_table=chunk_table,
+                                        self._per_group(table), user_id=0, chunk_page_table=chunk_table,
                                         fill_len=(end_block - first_block) * block_size, return_hidden=every_row)
             if every_row:
                 # One tile of logits at a time through the LM head and back to the host: the whole [S, vocab] would
@@ -150,8 +173,9 @@ class Generator:
         tok[:users] = tokens.to(torch.int32).reshape(users)
         pos = torch.full((rows,), -1, dtype=torch.int32)
         pos[:users] = start_pos.to(torch.int32).reshape(users)
-        table = torch.zeros(rows, page_table.shape[1], dtype=torch.int32)
-        table[:users] = page_table.to(torch.int32)
+        tables = self._group_tables(page_table)
+        table = torch.zeros(tables.shape[0], rows, tables.shape[2], dtype=torch.int32)
+        table[:, :users] = tables.to(torch.int32)
         # Tensor parallel: every chip of the mesh embeds, and samples, every user, so each gets a copy of the
         # tokens; the inputs of attention go to the chips that run those users (users_mapper: all of them, except
         # on a 2-D mesh, where a row's chips share its users out).
@@ -160,7 +184,7 @@ class Generator:
             ttnn.from_torch(tok.reshape(1, rows), ttnn.uint32, mesh_mapper=mapper),
             ttnn.from_torch(pos, ttnn.int32, mesh_mapper=users_of(0)),
             ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32, mesh_mapper=users_of(1)),
-            ttnn.from_torch(table, ttnn.int32, mesh_mapper=users_of(0)),
+            *(ttnn.from_torch(t, ttnn.int32, mesh_mapper=users_of(0)) for t in table),
         ]
         if sample is not None:
             k = torch.ones(rows, dtype=torch.int32)
@@ -177,8 +201,9 @@ class Generator:
         return inputs
 
     def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
-        tokens, pos, rot_idxs, page_table, *sample = inputs
-        logits = self.model.decode(tokens, pos, rot_idxs, page_table, kv_cache[0])
+        groups = max(self.model.kv_groups) + 1
+        (tokens, pos, rot_idxs), tables, sample = inputs[:3], inputs[3:3 + groups], inputs[3 + groups:]
+        logits = self.model.decode(tokens, pos, rot_idxs, tables[0] if groups == 1 else tables, kv_cache[0])
         if mode != "logits":  # argmax and sampling need the whole vocabulary (tensor parallel: gathered)
             logits = self.model.full_vocab(logits)
         if mode == "argmax":

@@ -90,6 +90,13 @@ class Transformer:
         self.trans_q = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_q)
         self.trans_k = self._const(per_core, ttnn.TILE_LAYOUT, d.trans_k)
         self.user_split = self._user_split(cols) if self.split_users else None
+        # Each layer's KV-cache group: the block table (page_table[g]) it reads and writes. One group unless vLLM's
+        # hybrid KV cache gives sliding-window layers their own (set with the cache: allocate_kv_cache).
+        self.kv_groups: tuple[int, ...] = (0,) * args.n_layers
+
+    def _table(self, tables: Any, layer: int) -> Any:
+        """Layer `layer`'s page table: `tables` is one table for every layer, or a sequence with one per group."""
+        return tables[self.kv_groups[layer]] if isinstance(tables, (list, tuple)) else tables
 
     def _rope_tables(self, kind: str | None) -> RopeTables:
         cos, sin = cos_sin_tables(self.args.hf_config, self.args.head_dim, self.max_positions, kind)
@@ -166,7 +173,8 @@ class Transformer:
         """tokens [1, 1, 1, S] uint32 at positions start..start+S-1 -> logits [1, 1, 32, vocab] of the tile holding
         row last_token_idx; None (a chunk before the last) only fills the cache. return_hidden: the final hidden
         states [1, 1, S, dim] (tensor parallel: each chip's dim / N columns) instead, for `logits_tile` on any rows
-        (prompt logprobs)."""
+        (prompt logprobs). page_table and chunk_page_table: one for every layer, or a sequence with one per KV-cache
+        group (kv_groups)."""
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
@@ -176,8 +184,8 @@ class Transformer:
                 for kind, t in self.rope.items()}
         x = self._embed(tokens, seq)
         for i, (layer, cache) in enumerate(zip(self.layers, kv_cache, strict=True)):
-            x = layer.prefill(x, rots[self.args.rope_kind(i)], cache, page_table, user_id, chunk_start=start,
-                              chunk_page_table=chunk_page_table, fill_len=fill_len)
+            x = layer.prefill(x, rots[self.args.rope_kind(i)], cache, self._table(page_table, i), user_id,
+                              chunk_start=start, chunk_page_table=self._table(chunk_page_table, i), fill_len=fill_len)
         if return_hidden:
             return x
         if last_token_idx is None:
@@ -207,11 +215,12 @@ class Transformer:
 
     def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list) -> Any:
         """tokens [1, B] uint32, current_pos [B] int32 (-1 = empty slot), rot_idxs [1, B] uint32 (positions clamped
-        at 0), page_table [B, W] int32 -> logits [1, 1, B (padded to 32), vocab]. With the users split over a row's
-        chips (2-D), current_pos, rot_idxs and page_table hold each chip's own users (users_mapper)."""
+        at 0), page_table [B, W] int32 (or a sequence of them, one per KV-cache group: kv_groups) -> logits
+        [1, 1, B (padded to 32), vocab]. With the users split over a row's chips (2-D), current_pos, rot_idxs and
+        page_table hold each chip's own users (users_mapper)."""
         users = tokens.shape[-1]
         rots = {kind: self._decode_rot(rot_idxs, t) for kind, t in self.rope.items()}
         x = ttnn.to_memory_config(self._embed(tokens, users), self.layouts.decode.residual)
         for i, (layer, cache) in enumerate(zip(self.layers, kv_cache, strict=True)):
-            x = layer.decode(x, rots[self.args.rope_kind(i)], cache, current_pos, page_table)
+            x = layer.decode(x, rots[self.args.rope_kind(i)], cache, current_pos, self._table(page_table, i))
         return self._head(x)

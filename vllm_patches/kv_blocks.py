@@ -5,23 +5,33 @@ least one max_model_len request, one block per sequence), capped by what the dev
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from tt_models.capacity import KVCapacity
 
 MiB = 1 << 20
 
 
-def wanted_blocks(token_budget: int, max_model_len: int, block_size: int, max_num_seqs: int) -> int:
+def wanted_blocks(token_budget: int, max_model_len: int, block_size: int, max_num_seqs: int,
+                  request_blocks: Sequence[int] = ()) -> int:
     """Blocks for the token budget (at least one full-length request) plus one block per sequence for the partially
-    filled last block of each, plus vLLM's null block."""
+    filled last block of each, plus vLLM's null block. request_blocks (vLLM's hybrid KV cache, several groups
+    drawing on one pool): the most blocks one request holds in each group; a group holding fewer than the whole
+    context (sliding-window layers) needs at most that many per sequence."""
     tokens = max(token_budget, max_model_len)
-    return math.ceil((tokens + block_size * max_num_seqs) / block_size) + 1
+    full = math.ceil((tokens + block_size * max_num_seqs) / block_size)
+    if len(request_blocks) <= 1:
+        return full + 1
+    whole = math.ceil(max_model_len / block_size)
+    return sum(full if r >= whole else min(full, max_num_seqs * r) for r in request_blocks) + 1
 
 
 def plan_kv_blocks(wanted: int, capacity: KVCapacity, max_model_len: int, block_size: int,
-                   override: int | None = None) -> int:
-    """The block count to allocate. An explicit num_gpu_blocks_override is honoured only if the device holds it."""
-    needed = math.ceil(max_model_len / block_size) + 1  # one full-length request + the null block
+                   override: int | None = None, request_blocks: Sequence[int] = ()) -> int:
+    """The block count to allocate. An explicit num_gpu_blocks_override is honoured only if the device holds it.
+    request_blocks: as for wanted_blocks (what one max_model_len request holds in each group)."""
+    whole = math.ceil(max_model_len / block_size)
+    needed = (sum(min(whole, r) for r in request_blocks) if len(request_blocks) > 1 else whole) + 1  # + null block
     if override is not None:
         if override > capacity.blocks:
             raise ValueError(f"num_gpu_blocks_override={override} KV blocks do not fit in the device's DRAM: "

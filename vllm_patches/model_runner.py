@@ -52,13 +52,8 @@ class TTModelRunner:
         # may rewrite any logit, so a batch with them always samples on the host.
         custom = tuple(mc.logits_processors or ())
         self.has_custom_logitsprocs = bool(custom)
-        self.input_batch = InputBatch(
-            max_num_reqs=self.max_num_seqs, max_model_len=self.max_model_len,
-            max_num_batched_tokens=sc.max_num_batched_tokens, device=self.device, vocab_size=self.vocab_size,
-            block_sizes=[self.block_size], max_num_blocks_per_req=[self.width],
-            logitsprocs=build_logitsprocs(vllm_config, self.device, False, False, custom),
-            logitsprocs_need_output_token_ids=bool(custom),
-        )
+        self.kv_groups = 1  # KV-cache groups, each with its own block table (vLLM's hybrid KV cache: several)
+        self.input_batch = self._input_batch(custom)
         self.sampler = Sampler(logprobs_mode=mc.logprobs_mode)
         tie_order.install(self.sampler)  # host draws break exact ties as the device does: lowest id
         self.prompt_logprobs = PromptLogprobs(self.vocab_size, mc.logprobs_mode)
@@ -80,6 +75,25 @@ class TTModelRunner:
         self.async_decode = bool(sc.async_scheduling)
         self.decoder = AsyncDecoder(self)
         self._step = 0
+
+    def _input_batch(self, custom: tuple = ()) -> InputBatch:
+        sc = self.vllm_config.scheduler_config
+        return InputBatch(
+            max_num_reqs=self.max_num_seqs, max_model_len=self.max_model_len,
+            max_num_batched_tokens=sc.max_num_batched_tokens, device=self.device, vocab_size=self.vocab_size,
+            # One block table per KV-cache group, all as wide as the whole context: a sliding-window group's rows
+            # keep absolute block indices (blocks left behind the window are vLLM's null block or stale ids that
+            # attention never reads).
+            block_sizes=[self.block_size] * self.kv_groups, max_num_blocks_per_req=[self.width] * self.kv_groups,
+            logitsprocs=build_logitsprocs(self.vllm_config, self.device, False, False, custom),
+            logitsprocs_need_output_token_ids=bool(custom),
+        )
+
+    def set_kv_cache_groups(self, groups: int) -> None:
+        """The KV-cache groups vLLM made (initialize_from_config, before any request): one block table each."""
+        if groups != self.kv_groups:
+            self.kv_groups = groups
+            self.input_batch = self._input_batch(tuple(self.vllm_config.model_config.logits_processors or ()))
 
     # ------------------------------------------------------------------ state
     def _update_states(self, so: SchedulerOutput) -> None:
@@ -153,8 +167,13 @@ class TTModelRunner:
                 or any(n > 1 for n in so.num_scheduled_tokens.values()))
 
     # ------------------------------------------------------------------ inputs
-    def _blocks(self, req_id: str) -> list[int]:
-        return list(self.requests[req_id].block_ids[0])
+    def _blocks(self, req_id: str) -> list[list[int]]:
+        """The request's block ids in each KV-cache group."""
+        return [list(b) for b in self.requests[req_id].block_ids]
+
+    def _tables(self, tables: torch.Tensor) -> torch.Tensor:
+        """[G, B, W] page tables as the generation class takes them: [B, W] when there is one group."""
+        return tables[0] if self.kv_groups == 1 else tables
 
     def prefill_inputs(self, so: SchedulerOutput) -> dict[str, torch.Tensor]:
         """Each request's tokens up to the end of what is scheduled this step: the whole prompt, or with chunked
@@ -167,15 +186,17 @@ class TTModelRunner:
         self._partial = {i for i in range(n) if lens[i] < int(batch.num_tokens_no_spec[i])}
         tokens = torch.zeros(n, max(lens), dtype=torch.int32)
         blocks = [self._blocks(r) for r in batch.req_ids]
-        page_table = torch.zeros(n, max(map(len, blocks)), dtype=torch.int32)
+        page_table = torch.zeros(self.kv_groups, n, max(len(g) for b in blocks for g in b), dtype=torch.int32)
         start = torch.zeros(n, dtype=torch.int32)
         for i, req_id in enumerate(batch.req_ids):
             tokens[i, : lens[i]] = torch.from_numpy(batch.token_ids_cpu[i, : lens[i]].astype(np.int32))
-            page_table[i, : len(blocks[i])] = torch.tensor(blocks[i], dtype=torch.int32)
+            for g, ids in enumerate(blocks[i]):
+                page_table[g, i, : len(ids)] = torch.tensor(ids, dtype=torch.int32)
             # Prefix-cache hits cover whole blocks; a fully cached prompt still recomputes its last block.
             computed = min(self.requests[req_id].num_computed_tokens, lens[i] - 1)
             start[i] = computed // self.block_size * self.block_size
-        return {"tokens": tokens, "page_table": page_table, "prompt_lens": torch.tensor(lens), "start_pos": start,
+        return {"tokens": tokens, "page_table": self._tables(page_table), "prompt_lens": torch.tensor(lens),
+                "start_pos": start,
                 "empty_slots": torch.from_numpy(self._slots())}
 
     def decode_inputs(self) -> dict[str, torch.Tensor]:
@@ -184,19 +205,20 @@ class TTModelRunner:
         n, rows = batch.num_reqs, self.max_num_seqs
         tokens = torch.zeros(rows, 1, dtype=torch.int32)
         start_pos = torch.full((rows,), -1, dtype=torch.int32)
-        page_table = torch.zeros(rows, self.width, dtype=torch.int32)
+        page_table = torch.zeros(self.kv_groups, rows, self.width, dtype=torch.int32)
         if n:
             # Batch row i decodes in its request's slot.
             slots = torch.from_numpy(self._slots())
             lens = batch.num_tokens_no_spec[:n].astype(np.int64)
             tokens[slots, 0] = torch.from_numpy(batch.token_ids_cpu[np.arange(n), lens - 1].astype(np.int32))
             start_pos[slots] = torch.from_numpy((lens - 1).astype(np.int32))
-            table = batch.block_table[0]
-            # Entries past a row's own blocks may be stale from an earlier occupant of the row: zero them.
-            used = np.arange(self.width)[None, :] < table.num_blocks_per_row[:n, None]
-            page_table[slots] = torch.from_numpy(np.where(used, table.block_table.np[:n, : self.width], 0)
-                                                 .astype(np.int32))
-        return {"tokens": tokens, "start_pos": start_pos, "page_table": page_table}
+            for g in range(self.kv_groups):
+                table = batch.block_table[g]
+                # Entries past a row's own blocks may be stale from an earlier occupant of the row: zero them.
+                used = np.arange(self.width)[None, :] < table.num_blocks_per_row[:n, None]
+                page_table[g, slots] = torch.from_numpy(np.where(used, table.block_table.np[:n, : self.width], 0)
+                                                        .astype(np.int32))
+        return {"tokens": tokens, "start_pos": start_pos, "page_table": self._tables(page_table)}
 
     # ------------------------------------------------------------------ steps
     def execute_model(self, so: SchedulerOutput) -> ModelRunnerOutput | None:

@@ -63,6 +63,13 @@ class TTPlatform(Platform):
         return 12 << 30  # one Wormhole chip's DRAM
 
     @classmethod
+    def support_hybrid_kv_cache(cls) -> bool:
+        """vLLM's hybrid KV cache manager: sliding-window layers (Gemma 3's five of six) get their own block tables
+        and keep only their window's blocks; the TT worker allocates and the model reads one table per group.
+        --disable-hybrid-kv-cache-manager gives every layer the whole context in one table."""
+        return True
+
+    @classmethod
     def import_kernels(cls) -> None:
         """TT ops come from ttnn; vLLM's CUDA kernels are not used."""
 
@@ -161,8 +168,8 @@ class TTPlatform(Platform):
 
         tt_cls = tt_generation_class(model.hf_config.architectures)
         caps = getattr(tt_cls, "model_capabilities", {})
-        # Sliding-window layers keep their whole context in the cache (the worker's FullAttentionSpec) and apply the
-        # window when reading, so a cached prefix and a chunk continuing from cached KV are complete for them too.
+        # Sliding-window layers keep at least their window (vLLM's hybrid KV cache) or their whole context, and apply
+        # the window when reading, so a cached prefix and a chunk continuing from cached KV are complete for them.
         if cache.enable_prefix_caching and not caps.get("supports_prefix_caching"):
             logger.info("prefix caching disabled: not supported by the model")
             cache.enable_prefix_caching = False

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec
+from vllm.v1.core.kv_cache_utils import get_kv_cache_groups
+from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec, SlidingWindowSpec
 from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
 from tt_models.layers.sampling import MAX_TOP_K
@@ -190,21 +191,61 @@ class TTWorker(WorkerBase):
             return [args.window(i) for i in range(n_layers)]
         return [getattr(self.model_config.hf_text_config, "sliding_window", None)] * n_layers
 
+    def _hybrid(self) -> bool:
+        """vLLM's hybrid KV cache manager is on (the platform supports it; --disable-hybrid-kv-cache-manager turns
+        it off): sliding-window layers get their own block tables and keep only their window's blocks."""
+        return not self.vllm_config.scheduler_config.disable_hybrid_kv_cache_manager
+
     def get_kv_cache_spec(self) -> dict[str, KVCacheSpec]:
-        """Every layer keeps its whole context (FullAttentionSpec, one block table for all layers); a sliding layer's
-        spec records its window, which its attention applies when reading."""
+        """A sliding-window layer declares its window (SlidingWindowSpec), so vLLM's hybrid KV cache keeps only the
+        window's blocks for it; global layers keep the whole context (FullAttentionSpec). With the hybrid manager
+        off every layer keeps the whole context in one block table, a sliding layer's spec recording its window,
+        which its attention applies when reading."""
         mc = self.model_config
         n_layers = mc.get_num_layers(self.parallel_config)
-        return {f"model.layers.{i}.self_attn": FullAttentionSpec(
-                    block_size=self.cache_config.block_size, num_kv_heads=self._kv_heads(),
-                    head_size=mc.get_head_size(), dtype=mc.dtype, sliding_window=window)
-                for i, window in enumerate(self._layer_windows(n_layers))}
+        block_size = self.cache_config.block_size
+        common = dict(block_size=block_size, num_kv_heads=self._kv_heads(), head_size=mc.get_head_size(),
+                      dtype=mc.dtype)
+        specs: dict[str, KVCacheSpec] = {}
+        for i, window in enumerate(self._layer_windows(n_layers)):
+            if window is not None and self._hybrid():
+                # A prefill chunk restarts at the block boundary at or before its first new token (TTModelRunner),
+                # recomputing up to block_size - 1 tokens whose windows reach that much further back: vLLM must keep
+                # those keys too, so the spec's window is that much longer than the one attention applies. (Its
+                # extra_retained_tokens would say so, but vLLM overwrites it with its speculative decoding margin.)
+                specs[f"model.layers.{i}.self_attn"] = SlidingWindowSpec(
+                    **common, sliding_window=window + block_size - 1)
+            else:
+                specs[f"model.layers.{i}.self_attn"] = FullAttentionSpec(**common, sliding_window=window)
+        return specs
 
-    def kv_cache_windows(self) -> list[int | None]:
-        """Each layer's window in its KV spec, in layer order, as plain data (what `LLM.collective_rpc` can carry
-        back: the specs themselves hold a torch dtype, which vLLM's msgpack does not serialize)."""
-        specs = self.get_kv_cache_spec()
-        return [specs[f"model.layers.{i}.self_attn"].sliding_window for i in range(len(specs))]
+    def _kv_groups(self) -> tuple[list[Any], list[int]]:
+        """vLLM's KV-cache groups for this model's specs (its own grouping, as the engine will make them) and the
+        most blocks one request holds in each (vLLM's own per-spec bound: the whole context for full attention,
+        about the window plus the tokens in flight for a sliding-window group)."""
+        groups = get_kv_cache_groups(self.vllm_config, self.get_kv_cache_spec())
+        held = []
+        for g in groups:
+            spec = g.kv_cache_spec
+            one = getattr(spec, "kv_cache_specs", {}).get(g.layer_names[0], spec)  # a group's spec per layer
+            held.append(one.max_memory_usage_bytes(self.vllm_config) // one.page_size_bytes)
+        return groups, held
+
+    def kv_cache_windows(self) -> dict[str, list[int | None]]:
+        """Each layer's window in layer order, as plain data (what `LLM.collective_rpc` can carry back: the specs
+        themselves hold a torch dtype, which vLLM's msgpack does not serialize): "attention", the window its
+        attention applies; "spec", the window its KV spec declares (hybrid KV cache: the tokens vLLM keeps, see
+        get_kv_cache_spec), and "kind", the spec's type."""
+        specs = list(self.get_kv_cache_spec().values())
+        return {"attention": self._layer_windows(len(specs)), "spec": [s.sliding_window for s in specs],
+                "kind": [type(s).__name__ for s in specs]}
+
+    def kv_cache_layout(self) -> dict[str, Any]:
+        """The allocated cache as plain data (for `LLM.collective_rpc`): the block tables vLLM keeps per request
+        (KV-cache groups), each layer's group, and the distinct K/V tensor pairs the device holds."""
+        runner = self.model_runner
+        return {"groups": runner.kv_groups, "layer_groups": list(runner.model.model.kv_groups),
+                "tensor_pairs": len({id(k) for k, _ in runner.kv_cache[0]})}
 
     def get_supported_kv_cache_layouts(self) -> list[str]:
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
@@ -212,25 +253,45 @@ class TTWorker(WorkerBase):
     @_closes_the_device_if_it_fails
     def determine_available_memory(self) -> int:
         """Bytes (in vLLM's page accounting) of exactly the KV blocks to allocate: what the model asks for, capped by
-        the DRAM the device's allocator has left after the weights. vLLM divides this back into blocks."""
+        the DRAM the device's allocator has left after the weights. vLLM divides this back into blocks. With
+        several KV-cache groups (hybrid) the groups draw blocks from one pool and a block spans one layer of each
+        group (the largest group's layer count): each group holds its own requests' blocks."""
         mc, sched, cache = self.model_config, self.vllm_config.scheduler_config, self.cache_config
         model = self.model_runner.model
-        capacity = model.kv_cache_capacity(cache.block_size)
+        groups, held = self._kv_groups()
+        layers_per_block = max(len(g.layer_names) for g in groups)
+        capacity = model.kv_cache_capacity(cache.block_size, layers_per_block)
         wanted = wanted_blocks(model.get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
                                                               max_num_seqs=sched.max_num_seqs),
-                               mc.max_model_len, cache.block_size, sched.max_num_seqs)
-        blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size, cache.num_gpu_blocks_override)
-        logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)", blocks,
-                    cache.block_size, wanted, capacity.blocks)
-        return blocks * sum(spec.page_size_bytes for spec in self.get_kv_cache_spec().values())
+                               mc.max_model_len, cache.block_size, sched.max_num_seqs, held)
+        blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size, cache.num_gpu_blocks_override,
+                                held)
+        logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)%s", blocks,
+                    cache.block_size, wanted, capacity.blocks,
+                    f"; {len(groups)} KV-cache groups of {layers_per_block} layers, one request holding at most "
+                    f"{held} blocks in each" if len(groups) > 1 else "")
+        page = next(iter(self.get_kv_cache_spec().values())).page_size_bytes
+        return blocks * layers_per_block * page
 
     @_closes_the_device_if_it_fails
     def initialize_from_config(self, kv_cache_config: Any) -> None:
         mc = self.model_config
         shape = (kv_cache_config.num_blocks, self._kv_heads(), self.cache_config.block_size, mc.get_head_size())
         runner = self.model_runner
-        runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, mc.get_num_layers(self.parallel_config))
-        logger.info("allocated TT KV cache: %d blocks of %d tokens", shape[0], shape[2])
+        n_layers = mc.get_num_layers(self.parallel_config)
+        groups = kv_cache_config.kv_cache_groups
+        # Each layer's group (hybrid KV cache: its own block table); None: one table for every layer.
+        layer_groups = None
+        if len(groups) > 1:
+            layer_groups = [0] * n_layers
+            for g, group in enumerate(groups):
+                for name in group.layer_names:
+                    layer_groups[int(name.split(".")[2])] = g
+        runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, n_layers, layer_groups)
+        runner.set_kv_cache_groups(len(groups))
+        logger.info("allocated TT KV cache: %d blocks of %d tokens%s", shape[0], shape[2],
+                    f" in {len(groups)} groups: {[len(g.layer_names) for g in groups]} layers"
+                    if len(groups) > 1 else "")
 
     @_closes_the_device_if_it_fails
     def compile_or_warm_up_model(self) -> CompilationTimes:

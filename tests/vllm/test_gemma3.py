@@ -88,10 +88,15 @@ def test_prefix_cache_hit_on_the_long_prompt_gives_the_same_tokens(gemma):
     assert again.outputs[0].token_ids == first.outputs[0].token_ids
 
 
-def test_only_the_sliding_layers_record_a_window(gemma, gemma_hf):
-    """The worker's KV spec, as vLLM's engine core holds it: the window on the sliding layers, none on the global
-    ones (each layer keeps its whole context; the window is applied when reading)."""
+def test_only_the_sliding_layers_have_a_window(gemma, gemma_hf):
+    """The worker's KV spec, as vLLM's engine core holds it: the sliding layers declare a sliding window (vLLM's
+    hybrid KV cache keeps only its blocks: the 512-token window and the up to 63 tokens a prefill chunk starting on a
+    block boundary recomputes), the global ones the whole context; attention applies the model's windows."""
     windows = gemma.collective_rpc("kv_cache_windows", timeout=120)[0]
     types = gemma_hf.config.layer_types
+    window = gemma_hf.config.sliding_window
     assert "full_attention" in types and "sliding_attention" in types
-    assert windows == [gemma_hf.config.sliding_window if t == "sliding_attention" else None for t in types]
+    assert windows["attention"] == [window if t == "sliding_attention" else None for t in types]
+    assert windows["spec"] == [window + 63 if t == "sliding_attention" else None for t in types]
+    assert windows["kind"] == ["SlidingWindowSpec" if t == "sliding_attention" else "FullAttentionSpec"
+                               for t in types]

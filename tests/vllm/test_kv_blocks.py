@@ -8,7 +8,7 @@ import pytest
 from vllm import LLM
 
 from tests.vllm.conftest import TEST_KV_BLOCKS, shutdown
-from tt_models.capacity import KVCapacity
+from tt_models.capacity import KVCapacity, cache_slots
 from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 
 CAP = KVCapacity(blocks=100, free_per_bank=50 << 20, reserve_per_bank=10 << 20, bytes_per_block_per_bank=4096,
@@ -35,6 +35,27 @@ def test_plan_refuses_an_override_beyond_capacity_and_honours_one_within():
     assert plan_kv_blocks(500, CAP, 2048, 64, override=7) == 7
     with pytest.raises(ValueError, match="num_gpu_blocks_override=101 KV blocks do not fit.*at most 100 blocks"):
         plan_kv_blocks(500, CAP, 2048, 64, override=101)
+
+
+def test_hybrid_groups_draw_on_one_pool_and_sliding_groups_need_only_their_window():
+    # vLLM's hybrid KV cache for a 5:1 sliding / global model: one full-context group, five that hold at most 4
+    # blocks per request. The pool serves the budget in the full group and 8 sequences' windows in the others.
+    held = [16, 4, 4, 4, 4, 4]
+    assert wanted_blocks(32768, 1024, 64, 8, held) == (32768 // 64 + 8) + 5 * 8 * 4 + 1
+    assert wanted_blocks(32768, 1024, 64, 8, [16]) == wanted_blocks(32768, 1024, 64, 8)  # one group: as before
+    assert plan_kv_blocks(500, CAP, 2048, 64, request_blocks=[32, 4, 4, 4, 4, 4]) == 100
+    # One max_model_len request needs its whole context in the full group and its window in each sliding one.
+    with pytest.raises(ValueError, match=r"max_model_len=6000 request \(115 blocks of 64 tokens\) does not fit"):
+        plan_kv_blocks(500, CAP, 6000, 64, request_blocks=[94, 4, 4, 4, 4, 4])
+
+
+def test_layers_of_different_groups_share_a_tensor_pair():
+    # Block ids are unique across groups: the k-th layer of every group uses the k-th K/V pair.
+    assert cache_slots([0, 1, 2, 3, 4, 5] * 3, 18) == [0] * 6 + [1] * 6 + [2] * 6
+    assert cache_slots([0, 0, 1, 1], 4) == [0, 1, 0, 1]
+    assert cache_slots(None, 3) == [0, 1, 2]
+    with pytest.raises(ValueError, match="names 2 layers of a 3-layer model"):
+        cache_slots([0, 1], 3)
 
 
 def test_engine_gets_the_models_budget_on_a_device_that_holds_it(llm):
