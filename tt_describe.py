@@ -18,6 +18,7 @@ from typing import Any
 
 TILE = 32
 BLOCK = 64  # KV block size the capacity is reported in (vLLM's TT default)
+CONTEXTS = (8192, 32768, 131072)  # context lengths KV per user is reported at
 ARCH = {"P150": "blackhole"}  # device profiles on Blackhole chips; the rest are Wormhole
 
 
@@ -148,7 +149,32 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
             f"{cap.blocks} blocks of {BLOCK} tokens ({cap.tokens(BLOCK)} tokens), {per_user} tokens per user at "
             f"batch {batch}"
             + ("" if per_user >= max_seq_len else f" (less than max_seq_len {max_seq_len})")]
+    longest = getattr(cfg, "max_position_embeddings", None) or max(CONTEXTS)
+    out += kv_per_user(cap, [a.window(i) for i in range(a.n_layers)], [c for c in CONTEXTS if c <= longest])
     gen.release()
+    return out
+
+
+def kv_per_user(cap: Any, windows: list[int | None], contexts: tuple[int, ...] | list[int] = CONTEXTS) -> list[str]:
+    """KV cache one user holds per chip at each context length (up to the model's longest), and how many such users
+    the room beside the weights holds: every layer keeping the whole context, and with vLLM's hybrid KV cache
+    (sliding-window layers keeping their window) when the model has sliding-window layers. Decode runs at most 32
+    users per replica."""
+    from vllm_patches.kv_blocks import blocks_per_request, hybrid_groups
+
+    per_layer = cap.bytes_per_block_per_bank / len(windows)  # one layer's K and V of one block, per DRAM bank
+    room = cap.free_per_bank - cap.reserve_per_bank
+    ways = [("whole context", False)] + ([("hybrid KV cache", True)] if any(w is not None for w in windows) else [])
+    out = [f"KV per user (blocks of {BLOCK} tokens, per chip) and users the room holds at that context:"]
+    for name, hybrid in ways:
+        groups = hybrid_groups(windows, BLOCK, hybrid)
+        span = max(n for _, n in groups)  # a block spans one layer of every group
+        cells = []
+        for ctx in contexts:
+            bank = blocks_per_request(groups, ctx, BLOCK) * span * per_layer
+            cells.append(f"{ctx // 1024}k {bank * cap.banks / (1 << 20):,.0f} MiB, {int(room // bank)} users")
+        out.append(f"  {name}: " + "; ".join(cells)
+                   + (f" ({len(groups)} groups of up to {span} layers)" if hybrid else ""))
     return out
 
 

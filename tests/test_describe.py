@@ -31,3 +31,20 @@ def test_describe_refuses_a_model_the_device_cannot_hold(capsys):
     out = capsys.readouterr().out
     assert re.search(r"cannot run on N150: the model does not fit a \(1, 1\) mesh: its weights take [\d.]+ GiB per "
                      r"chip on one chip, a chip has [\d.]+ GiB of DRAM free", out), out
+
+
+def test_describe_gives_gemmas_kv_per_user_with_and_without_the_hybrid_cache(capsys):
+    # gemma-3-1b: 26 layers, 22 with a 512-token window; one KV head of 256 in bfloat8_b (1088 B per 32 x 32 tile, so
+    # K and V take 2 x 256 x 1.0625 = 544 B per token per layer): 8k of whole context is 26 x 8192 x 544 B.
+    assert main(["gemma-3-1b-it", "--device", "N150", "--layers", "26"]) == 0
+    out = capsys.readouterr().out
+    whole = next(s for s in out.splitlines() if s.strip().startswith("whole context:"))
+    hybrid = next(s for s in out.splitlines() if s.strip().startswith("hybrid KV cache:"))
+    mib = [[int(m.replace(",", "")) for m in re.findall(r"(\d[\d,]*) MiB", line)] for line in (whole, hybrid)]
+    assert mib[0][0] == round(26 * 8192 * 544 / (1 << 20))
+    # vLLM's grouping (7 groups of up to 4 layers: 4 global + 22 sliding in 6 groups, 2 padding slots); a sliding
+    # group keeps its window, 512 + 63 tokens, over at most 10 blocks; the global group all 128 blocks of 8k.
+    assert "7 groups of up to 4 layers" in hybrid
+    assert mib[1][0] == round((128 + 6 * 10) * 4 * 64 * 544 / (1 << 20))
+    users = [[int(u) for u in re.findall(r"(\d+) users", line)] for line in (whole, hybrid)]
+    assert all(h > 4 * w for w, h in zip(users[0], users[1], strict=True)), users

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 from vllm.v1.core.kv_cache_utils import get_kv_cache_groups
-from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheSpec, SlidingWindowSpec
+from vllm.v1.kv_cache_interface import KVCacheSpec
 from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
 from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
-from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
+from vllm_patches.kv_blocks import layer_kv_spec, plan_kv_blocks, wanted_blocks
 from vllm_patches.loader import load_tt_model
 from vllm_patches.model_runner import TTModelRunner
 from vllm_patches.registry import register_tt_models
@@ -199,25 +199,12 @@ class TTWorker(WorkerBase):
     def get_kv_cache_spec(self) -> dict[str, KVCacheSpec]:
         """A sliding-window layer declares its window (SlidingWindowSpec), so vLLM's hybrid KV cache keeps only the
         window's blocks for it; global layers keep the whole context (FullAttentionSpec). With the hybrid manager
-        off every layer keeps the whole context in one block table, a sliding layer's spec recording its window,
-        which its attention applies when reading."""
+        off every layer keeps the whole context in one block table (kv_blocks.layer_kv_spec)."""
         mc = self.model_config
         n_layers = mc.get_num_layers(self.parallel_config)
-        block_size = self.cache_config.block_size
-        common = dict(block_size=block_size, num_kv_heads=self._kv_heads(), head_size=mc.get_head_size(),
-                      dtype=mc.dtype)
-        specs: dict[str, KVCacheSpec] = {}
-        for i, window in enumerate(self._layer_windows(n_layers)):
-            if window is not None and self._hybrid():
-                # A prefill chunk restarts at the block boundary at or before its first new token (TTModelRunner),
-                # recomputing up to block_size - 1 tokens whose windows reach that much further back: vLLM must keep
-                # those keys too, so the spec's window is that much longer than the one attention applies. (Its
-                # extra_retained_tokens would say so, but vLLM overwrites it with its speculative decoding margin.)
-                specs[f"model.layers.{i}.self_attn"] = SlidingWindowSpec(
-                    **common, sliding_window=window + block_size - 1)
-            else:
-                specs[f"model.layers.{i}.self_attn"] = FullAttentionSpec(**common, sliding_window=window)
-        return specs
+        return {f"model.layers.{i}.self_attn": layer_kv_spec(window, self._hybrid(), self.cache_config.block_size,
+                                                             self._kv_heads(), mc.get_head_size(), mc.dtype)
+                for i, window in enumerate(self._layer_windows(n_layers))}
 
     def _kv_groups(self) -> tuple[list[Any], list[int]]:
         """vLLM's KV-cache groups for this model's specs (its own grouping, as the engine will make them) and the

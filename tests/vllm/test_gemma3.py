@@ -46,7 +46,7 @@ def gemma_hf(gemma_dir):
 @pytest.fixture(scope="module")
 def gemma(gemma_dir):
     engine = LLM(model=gemma_dir, max_num_seqs=len(SHORT) + 1, max_model_len=640, block_size=64,
-                 max_num_batched_tokens=BUDGET, num_gpu_blocks_override=64, seed=0,
+                 max_num_batched_tokens=BUDGET, num_gpu_blocks_override=96, seed=0,
                  additional_config=tt_options("reference"))
     yield engine
     shutdown(engine)

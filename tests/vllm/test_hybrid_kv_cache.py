@@ -9,6 +9,7 @@ from vllm import LLM, SamplingParams
 
 from tests.models.tiny import load_hf, make_tiny_model
 from tests.vllm.conftest import check_against_hf, shutdown
+from vllm_patches.kv_blocks import hybrid_groups
 
 BLOCK = 32
 WINDOW = 48  # tests/models/tiny.py "gemma3"
@@ -75,6 +76,10 @@ def test_sliding_layers_hold_only_their_window_and_decode_as_with_full_kv(gemma_
         sliding = [g for g, grp in enumerate(groups) if type(grp.kv_cache_spec).__name__ == "SlidingWindowSpec"]
         full = [g for g in range(len(groups)) if g not in sliding]
         assert len(sliding) == types.count("sliding_attention") == 5 and len(full) == 1
+        # tt-describe's capacity answers group the layers as this engine did.
+        windows = [WINDOW if t == "sliding_attention" else None for t in types]
+        assert hybrid_groups(windows, BLOCK) == [(getattr(g.kv_cache_spec, "sliding_window", None) if i in sliding
+                                                  else None, len(g.layer_names)) for i, g in enumerate(groups)]
         null = manager.block_pool.null_block.block_id
 
         for i, p in enumerate(PROMPTS):
