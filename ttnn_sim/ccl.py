@@ -15,6 +15,7 @@ mesh without cluster_axis; reduce_scatter needs the scatter dim to split evenly 
 from __future__ import annotations
 
 import enum
+import math
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -327,9 +328,70 @@ def _all_gather(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | Non
     if _fabric_of(dev) not in _2D_FABRICS and cluster_axis is None and rows > 1 and cols > 1:
         raise TTError(op, "1D fabric on a 2D mesh_device requires cluster_axis to be set")
     d = dim % rank
+    _check_composite_l1(op, dev, input_tensor, d, _ring_size(lines))
     where = _line_of(lines, input_tensor.num_shards)
     shards = per_device(_gather_kernel, _chip_index(input_tensor.num_shards), _MeshBuffers(input_tensor), where, d)
     return output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+
+
+# A program's statically allocated circular buffers grow up from the L1 unreserved base and must end below the lowest
+# L1 buffer (tt_metal/impl/program/program.cpp, validate_circular_buffer_region; checked when the program runs).
+_CB_CLASH = ("Statically allocated dataflow buffers in program {} clash with L1 buffers on core range [{}]. L1 buffer "
+             "allocated at {} and static dataflow buffer region ends at {}")
+
+
+def _check_composite_l1(op: str, dev: MeshDevice, t: Tensor, dim: int, ring: int) -> None:
+    """ttnn 0.81.1 gathers a TILE tensor that is not whole tiles along the gather dim with its composite path
+    (ccl/all_gather/all_gather.cpp use_composite_all_gather -> composite_common::composite_all_gather): the input
+    broadcast to every chip of the line (`ring` tiled copies in the input's memory config), then ttnn.concat of the
+    copies, which (too wide for ConcatTiledUnalignedProgramFactory's band buffers) untilizes them and concatenates
+    the row-major rows before tilizing the result, all in the input's buffer type whatever memory_config says. The
+    row-major concat (data_movement/concat/device/concat_program_factory.cpp) stages whole output rows in its
+    circular buffer: one row (aligned) per page, two pages when both fit half of L1 above the unreserved base, else
+    one (8 x 32,776 bf16 logits: 524,416 B, one page; measured on a mock T3K with the error's own numbers), and the
+    device refuses it when that reaches the lowest L1 buffer ("clash with L1 buffers"). Modelled here: the staged
+    tiled copies and the row-major result in the input's buffer type beside what L1 already holds, against that
+    buffer (Gemma-3-27B's logits gathered from L1 on a T3K: the real ttnn's buffer at 625,280, the simulator's at
+    626,560, both below the concat's 630,240);
+    from DRAM only the L1 already in use can clash. Interleaved inputs only (the composite first moves a sharded one
+    to an interleaved config). Not modelled: the composite's other programs and staging (its untilize copies, the
+    transposes a row not aligned for DRAM takes), which make the real op refuse some gathers under heavier L1 use
+    than this accounts for (measured: 8 x 4,104 bf16 columns from L1 beside 1 MB per bank of other L1 buffers)."""
+    from .allocator import ELEMENT_BYTES, Allocation, bytes_per_bank
+    from .memory import TensorMemoryLayout
+    from .types import round_up
+
+    shape = tuple(int(x) for x in t.shape)
+    rank = len(shape)
+    if t.layout != Layout.TILE or rank < 2 or dim < rank - 2 or shape[dim] % TILE_SIZE == 0:
+        return
+    mc = t.memory_config()
+    if mc.memory_layout != TensorMemoryLayout.INTERLEAVED:
+        return
+    chips = dev.chip_memories()
+    chip = chips[0].chip
+    gathered = list(shape)
+    gathered[dim] *= ring
+    row_dtype = DataType.FLOAT32 if t.dtype == DataType.FLOAT32 else DataType.BFLOAT16  # bfloat8_b: as bf16
+    align = chip.l1_alignment if mc.buffer_type == BufferType.L1 else chip.dram_alignment
+    page = round_up(gathered[-1] * ELEMENT_BYTES[row_dtype], align)
+    cb = page * (2 if 2 * page <= chip.l1_size // 2 - chip.l1_unreserved_base else 1)
+    staged = []
+    try:
+        copy, copy_total = bytes_per_bank(chip, shape, t.dtype, Layout.TILE, mc)
+        staged += [Allocation(chips, mc.buffer_type, copy, copy_total) for _ in range(ring)]
+        rows, rows_total = bytes_per_bank(chip, tuple(gathered), row_dtype, Layout.ROW_MAJOR, mc)
+        staged.append(Allocation(chips, mc.buffer_type, rows, rows_total))
+        end = chip.l1_unreserved_base + cb
+        lowest = chips[0].lowest_l1_buffer()
+        if lowest is not None and end > lowest:
+            gx, gy = chip.grid
+            pages = math.prod(gathered[:-1])
+            cores = min(pages, gx * gy)  # one row per core, column-major (split_work_to_cores)
+            raise TTError(op, _CB_CLASH.format(0, f"0-0 - {(cores - 1) // gy}-{min(cores, gy) - 1}", lowest, end))
+    finally:
+        for a in staged:
+            a.free()
 
 
 def _normalize_dim_4d(dim: int, rank: int) -> int:

@@ -237,23 +237,25 @@ def dram_sharded_cb_bytes(pc: Any, a: Tensor, b: Tensor, out_dtype: DataType, fp
     return cbs + (out_w * TILE_BYTES[interm] if interm != out_dtype else 0)
 
 
-def _check_circular_buffers(device: Any, cb_bytes: int, out: Tensor | None) -> None:
+def _check_circular_buffers(op: str, device: Any, cb_bytes: int, out: Tensor | None) -> None:
     """The program's circular buffers against the core's L1 (before the output is placed) and against the lowest L1
-    buffer once it is (its storage shards are L1 buffers too)."""
+    buffer once it is (its storage shards are L1 buffers too). The error names the op called (matmul or linear),
+    as the real one reports the program of that call."""
     mem = device.chip_memories()[0]
     chip = mem.chip
     end = chip.l1_unreserved_base + cb_bytes
     gx, gy = chip.grid
     cores = f"0-0 - {gx - 1}-{gy - 1}"
     if out is None:
-        CB_BEYOND_L1.require(end <= chip.l1_size, cores, end, chip.l1_size)
+        if end > chip.l1_size:
+            raise TTError(op, CB_BEYOND_L1.error(cores, end, chip.l1_size).rule)
         return
     lowest = mem.lowest_l1_buffer()
     if lowest is not None and end > lowest:
         if out._alloc is not None:  # the failed call leaves nothing allocated
             out._alloc.free()
             out._alloc = None
-        raise CB_CLASH.error(0, cores, lowest, end)
+        raise TTError(op, CB_CLASH.error(0, cores, lowest, end).rule)
 
 
 def _validate_2d(pc: Any, mt: int, nt: int) -> None:
@@ -348,7 +350,7 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
         return act(y.float()) if act is not None else y
 
     if cb_bytes is not None:
-        _check_circular_buffers(device, cb_bytes, None)
+        _check_circular_buffers(op, device, cb_bytes, None)
     # Row by row when every row meets the same weight and bias, with fp32 GEMMs (tested row-exact at any multiple of
     # 4 rows; bf16 GEMMs on CPUs that have them are not).
     shared = b_shape[:-2] == [1] * (len(b_shape) - 2) and (bias is None or bias.shape[-2] == 1)
@@ -359,7 +361,7 @@ def _matmul(op: str, a: Tensor, b: Tensor, bias: Tensor | None, transpose_a: boo
         shards = [s.reshape(tuple(opt.shape)) for s in shards]
     out = output(a, shards, out_dtype, Layout.TILE, mc)
     if cb_bytes is not None:
-        _check_circular_buffers(device, cb_bytes, out)
+        _check_circular_buffers(op, device, cb_bytes, out)
     if opt is not None:
         opt._rebind(out)
         return opt
