@@ -178,6 +178,9 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
                                 "rejected": sum(not c.accepted for c in mine)}
             first = len(rec.calls)
             cap = checkpoint_capacity(rec, ttnn, mesh, ckpt, profile, here.name, wanted)
+            for c in rec.calls[first:]:
+                if not c.accepted and not c.expected:
+                    print(c.line(), flush=True)
             row["capacity_calls"] = sum(c.accepted for c in rec.calls[first:])
             print(cap.line(), flush=True)
             row["capacity"] = {**asdict(cap), "ok": cap.ok}

@@ -4,7 +4,8 @@ hardware profile is checked, by the simulator tests and by the real-ttnn checker
 A checkpoint runs on every one-chip device whose DRAM holds its weights (N150, P150), and, when one Wormhole chip
 does not, on the smallest tensor-parallel mesh that does (N300, else a T3K as 1x8 and as 2x4, the split a Galaxy
 runs). What fits is decided as the model decides at load (tt_models.parallel: the split must divide, the weights
-per chip must fit the chip's DRAM beside the trace region), from the chips' DRAM as the real ttnn 0.81.1 reports it.
+per chip, counted per bank as the allocator places them, must fit the chip's DRAM beside the trace region), from
+the chips' DRAM as the real ttnn 0.81.1 reports it.
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ def fits(cfg: Any, profile: str, target: Target) -> str | None:
         return str(e)
     prof = load_optimizations(load_model_overrides(cfg._name_or_path).profile_for(profile))
     precisions = [layer_precision(prof, i) for i in range(args.n_layers)]
-    need = weight_bytes_per_device(args, plan, precisions, dtype_of(prof.precision("LM_HEAD")))
+    from ttnn_sim.chips import CHIPS
+
+    chip = CHIPS[ARCH[target.device]]
+    need = weight_bytes_per_device(args, plan, precisions, dtype_of(prof.precision("LM_HEAD")), chip.dram_banks,
+                                   chip.grid, chip.l1_bank_bytes)
     have = dram_free_per_chip(target.device)
     if need > have:
         return f"weights {need / 2**30:.2f} GiB per chip > {have / 2**30:.2f} GiB of DRAM"

@@ -13,7 +13,7 @@ to the heads they rotate. Prefill runs on interleaved DRAM with 2-D multicast ma
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tt_models.backend import ttnn
@@ -241,16 +241,51 @@ class DecodeLayouts:
     logits: Any = None
 
 
-# The LM head's split outputs and their concatenation meet in L1 during the concat; beyond this share of an L1 bank
-# they would crowd out decode's sharded activations and circular buffers, so they go to DRAM (Gemma's 262k
-# vocabulary does; Llama 3's 128k and Qwen's 152k in bf16 stay in L1).
-LOGITS_L1_SHARE = 0.25
+# What the concat of the LM head's splits and the ops reading the logits (argmax, sampling) may take in L1 beside them
+# for their own circular buffers (a few tiles each).
+LOGITS_OPS_L1 = 64 * 1024
+# Holes decode leaves between the buffers it holds at the head (L1 is first-fit from the top, and the residual lands
+# where the last layer's temporaries left room): 24 KiB below Gemma-3-12B's on a P150, in the simulator's allocator
+# and the real one alike.
+HEAD_L1_SLACK = 64 * 1024
 
 
-def logits_memory(vocab: int, logits_tile_bytes: int, l1_bank_bytes: int, banks: int) -> Any:
-    """L1 or DRAM interleaved for the decode logits [1, 1, 32, vocab] (tensor parallel: the chip's slice)."""
-    peak = 2 * _tiles(vocab) * logits_tile_bytes  # the splits and their concatenation
-    return ttnn.L1_MEMORY_CONFIG if peak <= LOGITS_L1_SHARE * l1_bank_bytes * banks else ttnn.DRAM_MEMORY_CONFIG
+def head_live_l1(residual_shard: int, normed_shard: int, rope_kinds: int, head_dim: int, act_tile: int) -> int:
+    """L1 per core held while the LM head runs (L1 is allocated in lockstep over the banks, so a buffer on some
+    cores takes its bytes on all): the residual and its normed copy (width-sharded: their shard per core), the
+    rotation tiles of Q and K (one tile per user core) and the rotary cos/sin rows of Q and K for each kind of
+    layer ([32, head_dim] per user core), which decode keeps for the whole step. Measured on the real ttnn 0.81.1:
+    143,360 B before Gemma-3-12B's head on a P150 (the residual's 8 KiB, two rotation tiles, 8 x 16 KiB of rotary
+    rows for its two kinds of layer), then the normed copy's 8 KiB."""
+    elem = act_tile // (TILE * TILE)
+    return residual_shard + normed_shard + 2 * act_tile + 4 * rope_kinds * TILE * head_dim * elem
+
+
+def logits_memory(lm: list[DramMatmul], splits: list[int], logits_tile_bytes: int, l1_bank_bytes: int, banks: int,
+                  live: int) -> Any:
+    """L1 or DRAM interleaved for the decode logits [1, 1, 32, vocab] (tensor parallel: the chip's slice), from
+    what the device checks when it runs the LM head: every program's circular buffers grow up from the bottom of
+    L1 and must end below the lowest L1 buffer (buffers are allocated from the top), or the op is refused
+    ("clash with L1 buffers"). When split j's matmul runs, L1 holds `live` (head_live_l1, plus HEAD_L1_SLACK of
+    holes between), the splits before it (interleaved, ceil(tiles / banks) tiles per bank each) and split j's own
+    sharded output; the concat then holds every split and the whole row. L1 when all of that stays clear of the
+    matmuls' buffers (and of LOGITS_OPS_L1 for the concat and sampling ops), else DRAM (Gemma's 262k vocabulary on
+    one chip or on two). Gemma-3-12B on a P150 in L1: the real ttnn refused the 12th split's program, its buffers
+    ending at 1,271,168 and the lowest L1 buffer at 1,261,568."""
+    def per_bank(tiles: int) -> int:
+        return -(-tiles // banks) * logits_tile_bytes
+
+    live += HEAD_L1_SLACK
+    before = 0
+    for mm, n in zip(lm, splits, strict=True):
+        out_shard = mm.per_core_n * logits_tile_bytes
+        if mm.cb_bytes + live + before + out_shard > l1_bank_bytes:
+            return ttnn.DRAM_MEMORY_CONFIG
+        before += per_bank(_tiles(n))
+    whole = per_bank(sum(_tiles(n) for n in splits)) if len(splits) > 1 else 0
+    if LOGITS_OPS_L1 + live + before + whole > l1_bank_bytes:
+        return ttnn.DRAM_MEMORY_CONFIG
+    return ttnn.L1_MEMORY_CONFIG
 
 
 def whole_row_norm_cb_bytes(width: int, in_tile_bytes: int, fp32_acc: bool) -> int:
@@ -372,9 +407,13 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         trans_q=per_user(TILE, TILE, q_cores), trans_k=per_user(TILE, TILE, k_cores),
         sdpa=ttnn.SDPAProgramConfig(compute_with_storage_grid_size=grid_c, q_chunk_size=0, k_chunk_size=0,
                                     exp_approx_mode=False),
-        logits=logits_memory(args.vocab_size, tile_bytes(precisions[-1].residual) if precisions else 2048, l1,
-                             ttnn.get_memory_view(device, ttnn.BufferType.L1).num_banks),
     )
+    act_tile = tile_bytes(precisions[-1].residual) if precisions else 2048  # logits and rotary tables: bf16 or fp32
+    rope_kinds = len({args.rope_kind(i) for i in range(args.n_layers)}) if hasattr(args, "rope_kind") else 1
+    live = head_live_l1(_tiles(residual_dim or dim) // (residual_grid[0] * residual_grid[1]) * act_tile,
+                        _tiles(dim) // rc * act_tile, rope_kinds, hd, act_tile)
+    decode = replace(decode, logits=logits_memory(lm, splits, act_tile, l1, ttnn.get_memory_view(
+        device, ttnn.BufferType.L1).num_banks, live))
     weights = {
         "wqkv": dram_sharded_weight(ttnn, dim, qkv_n, banks),
         "wo": dram_sharded_weight(ttnn, args.n_heads * hd, dim, banks),

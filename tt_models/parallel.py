@@ -195,9 +195,18 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
 
 
 # --- does the model fit: weight bytes per chip, before any is placed ---
-def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any], head_dtype: Any) -> int:
-    """DRAM one chip's weights take with this split (whole tiles of each weight's dtype; the embedding's columns
-    of this chip as bf16 rows), before any per-bank padding: a lower bound the load-time refusal names."""
+# Per-bank rounding of a DRAM buffer (the allocator's alignment: 32 B on Wormhole, 64 B on Blackhole; the larger).
+DRAM_BANK_ALIGN = 64
+
+
+def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any], head_dtype: Any,
+                            banks: int | None = None, grid: tuple[int, int] | None = None,
+                            l1_bank_bytes: int | None = None) -> int:
+    """DRAM one chip's weights take with this split. With the chip's DRAM `banks`, its worker `grid` and L1 bank
+    size: as the allocator places them, per bank x banks (weight_bank_bytes). Without: whole tiles of each weight's
+    dtype and the embedding's rows, before any per-bank padding (a lower bound)."""
+    if banks is not None and grid is not None and l1_bank_bytes is not None:
+        return weight_bank_bytes(args, plan, precisions, head_dtype, banks, grid, l1_bank_bytes) * banks
     from tt_models.layouts import tile_bytes
 
     local = plan.local_args(args)
@@ -217,24 +226,99 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
     return total
 
 
+def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head_dtype: Any, banks: int,
+                      grid: tuple[int, int], l1_bank_bytes: int) -> int:
+    """DRAM per bank one chip's weights take, as the model places them and the allocator lays them out (every bank
+    holds the same, so this against a bank's free bytes decides whether the weights load):
+    - decode matmul weights (QKV, WO, w1, w3, w2, each LM-head split) width-sharded over the banks: each bank a
+      [k, n / banks] strip, n padded to whole tiles per bank (tt_models.layouts.dram_sharded_weight);
+    - the embedding table's rows (this chip's columns, bf16) interleaved: ceil(vocab / banks) rows per bank;
+    - norm weights as row-major sticks of 32 (fp32 for Gemma's 1 + w), their prefill TILE rows where the whole-row
+      norm does not fit L1, and this chip's columns where a norm is distributed; QKV biases as a TILE row.
+    The per-bank padding is what the whole-tile count misses: Gemma-3-12B in bf16 on an N300 needs 1,068,743,168 B
+    of each bank (4.4 MB more than its tiles), against the 1,068,523,456 B a bank has (the real ttnn 0.81.1 runs
+    out of DRAM 219,712 B short placing it). Equal, to the byte, to what the simulator's allocator places (tested)."""
+    from tt_models.layouts import CB_SHARE_OF_L1, lm_head_splits, residual_cores, tile_bytes, whole_row_norm_cb_bytes
+
+    local = plan.local_args(args)
+    hd, dim = args.head_dim, local.dim
+
+    def align(n: int) -> int:
+        return -(-n // DRAM_BANK_ALIGN) * DRAM_BANK_ALIGN
+
+    def strip(k: int, n: int, dtype: Any) -> int:  # a DRAM-sharded [k, n] weight
+        return align(-(-k // TILE) * -(-n // (TILE * banks)) * tile_bytes(dtype))
+
+    def rows(count: int, row_bytes: int) -> int:  # an interleaved row-major tensor of `count` rows
+        return align(-(-count // banks) * align(row_bytes))
+
+    def _tiles(n: int) -> int:
+        return -(-n // TILE)
+
+    def tile_row(width: int, tile: int) -> int:  # an interleaved TILE tensor [1, width]
+        return align(-(-_tiles(width) // banks) * tile)
+
+    norm_bytes = 4 if args.norm_unit_offset else 2
+    residual_tile = max(tile_bytes(p.residual) for p in precisions) if precisions else 2048
+    fp32_acc = any(bool(p.kernels["NORM"].fp32_dest_acc_en) for p in precisions) if precisions else True
+    tile_gamma = whole_row_norm_cb_bytes(args.dim, residual_tile, fp32_acc) > int(CB_SHARE_OF_L1 * l1_bank_bytes)
+
+    def residual_norm(keep_columns: bool = False) -> int:
+        """ResidualNorm's weights (tt_models/layers/norm.py)."""
+        out = 0
+        distributed = plan.distributed_norm("prefill") or (keep_columns and plan.devices > 1)
+        if not plan.two_d:
+            out += rows(args.dim // TILE, TILE * norm_bytes)
+            if tile_gamma and not plan.distributed_norm("prefill"):
+                out += tile_row(args.dim, TILE * TILE * norm_bytes)
+        if distributed:
+            out += rows(plan.dim // TILE, TILE * norm_bytes)
+        return out
+
+    total = 0
+    qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
+    for p in precisions:
+        total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, dim, p.wo)
+        total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, dim, p.ff2)
+        total += 2 * residual_norm()
+        if args.sandwich_norms:
+            total += 2 * residual_norm(keep_columns=True)
+        if args.qk_norm:
+            total += 2 * rows(hd // TILE, TILE * norm_bytes)
+        if args.qkv_bias:
+            total += tile_row(qkv, 2048)
+    rx, ry = residual_cores(-(-dim // TILE), grid)
+    total += sum(strip(dim, n, head_dtype) for n in lm_head_splits(local.vocab_size, rx * ry))
+    total += rows(args.vocab_size, plan.dim * 2)
+    total += residual_norm()  # the final norm
+    return total
+
+
 def check_weights_fit(args: ModelArgs, plan: TPPlan, profile: Any, mesh_device: Any) -> None:
     """Refuse, before placing anything, a model whose per-chip weights exceed a chip's free DRAM, with the numbers:
-    what one chip needs with this split, what it has, and how many chips the split would need."""
+    what one chip needs with this split (per bank, as the allocator places it), what it has, and how many chips the
+    split would need."""
     from tt_models.backend import ttnn
     from tt_models.precision import dtype_of, layer_precision
 
     precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
-    need = weight_bytes_per_device(args, plan, precisions, dtype_of(profile.precision("LM_HEAD")))
     view = ttnn.get_memory_view(mesh_device, ttnn.BufferType.DRAM)
+    g = mesh_device.compute_with_storage_grid_size()
+    l1 = ttnn.get_memory_view(mesh_device, ttnn.BufferType.L1).total_bytes_per_bank
+    need = weight_bytes_per_device(args, plan, precisions, dtype_of(profile.precision("LM_HEAD")), view.num_banks,
+                                   (g.x, g.y), l1)
     have = view.largest_contiguous_bytes_free_per_bank * view.num_banks
     if need <= have:
         return
     gib = 1 << 30
     more = -(-need * plan.devices // have)  # every weight but the (small) norms splits over the chips
     split = f"with tensor parallel over {plan.devices} chips" if plan.devices > 1 else "on one chip"
+    digits = 2  # enough to tell the two apart (Gemma-3-12B in bf16 on an N300: 11.944 against 11.942)
+    while round(need / gib, digits) <= round(have / gib, digits) and digits < 6:
+        digits += 1
     raise UnsupportedModelError(
-        f"the model does not fit a {tuple(mesh_device.shape)} mesh: its weights take {need / gib:.2f} GiB per chip "
-        f"{split}, a chip has {have / gib:.2f} GiB of DRAM free "
+        f"the model does not fit a {tuple(mesh_device.shape)} mesh: its weights take {need / gib:.{digits}f} GiB "
+        f"per chip {split}, a chip has {have / gib:.{digits}f} GiB of DRAM free "
         f"({view.num_banks} banks x {view.largest_contiguous_bytes_free_per_bank / gib:.3f} GiB); it needs about "
         f"{more} chips, or a profile with smaller weight dtypes")
 

@@ -479,17 +479,18 @@ def test_four_head_model_on_eight_chips_is_refused_at_load(tiny_root):
 
 
 def test_model_that_does_not_fit_the_mesh_is_refused_with_the_numbers():
-    """Llama-3.1-70B's shapes in bf16 need about 16.4 GiB of weights per chip over 8 chips (131 GiB, the embedding
-    split by hidden dim like everything else); a Wormhole chip has 12 GiB: refused at load, before any weight is
-    placed, with what it needs, what a chip has and how many chips it would take (131 / 12 -> 11). The same model with
-    2 layers loads (dummy weights)."""
+    """Llama-3.1-70B's shapes in bf16 need about 17.5 GiB of weights per chip over 8 chips as the allocator places
+    them (16.4 GiB of whole tiles, the embedding split by hidden dim like everything else, and each DRAM-sharded
+    weight's columns padded to whole tiles per bank); a Wormhole chip has 12 GiB: refused at load, before any weight
+    is placed, with what it needs, what a chip has and how many chips it would take (140 / 12 -> 12). The same model
+    with 2 layers loads (dummy weights)."""
     cfg = LlamaConfig(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
                       num_attention_heads=64, num_key_value_heads=8, max_position_embeddings=131072)
     cfg.architectures = ["LlamaForCausalLM"]
     with open_mesh((1, 8)) as mesh:
         with pytest.raises(UnsupportedModelError,
-                           match=r"does not fit a \(1, 8\) mesh: its weights take 16\.\d+ GiB per chip with tensor "
-                                 r"parallel over 8 chips, a chip has 1[12]\.\d+ GiB of DRAM free .* needs about 11 "
+                           match=r"does not fit a \(1, 8\) mesh: its weights take 17\.\d+ GiB per chip with tensor "
+                                 r"parallel over 8 chips, a chip has 1[12]\.\d+ GiB of DRAM free .* needs about 12 "
                                  r"chips"):
             TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, optimizations="bf16", load_format="dummy")
         tt = TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh, 32, 1024, n_layers=2, optimizations="bf16",

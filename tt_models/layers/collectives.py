@@ -36,6 +36,7 @@ from tt_models.parallel import TPPlan
 
 # The TP group is a line of chips (a 1xN row): Linear, as tt_transformers uses on N300 / T3K rows.
 TOPOLOGY = "Linear"
+TILE = 32
 
 
 def _interleaved(x: Any) -> Any:
@@ -90,10 +91,19 @@ def gather_columns(x: Any, plan: TPPlan, memory_config: Any) -> Any:
 
 
 def gather_vocab(logits: Any, plan: TPPlan) -> Any:
-    """[1, 1, rows, vocab / N] per chip -> [1, 1, rows, vocab] on every chip, in the input's memory config."""
+    """[1, 1, rows, vocab / N] per chip -> [1, 1, rows, vocab] on every chip, in the input's memory config; in DRAM
+    where each chip's slice is not whole tiles (Gemma 3's 262,208 over 8 chips: 32,776 columns). ttnn 0.81.1
+    gathers such a slice with its composite path (every chip's slice broadcast, untilized, concatenated as rows and
+    tilized again) in the input's buffer type, whatever memory_config says, and the row-major concat holds a whole
+    gathered row in its circular buffers (524,416 B for 262,208 bf16 logits): in L1, beside the staged copies, the
+    device refuses it ("clash with L1 buffers"); from DRAM the buffers fit."""
     if plan.devices == 1:
         return logits
     axis = 0 if plan.two_d else plan.cluster_axis  # 2-D: the vocabulary is split over the rows
+    if logits.shape[-1] % TILE and logits.memory_config().buffer_type == ttnn.BufferType.L1:
+        moved = ttnn.to_memory_config(logits, ttnn.DRAM_MEMORY_CONFIG)
+        ttnn.deallocate(logits)
+        logits = moved
     out = ttnn.all_gather(logits, 3, cluster_axis=axis, topology=getattr(ttnn.Topology, TOPOLOGY))
     ttnn.deallocate(logits)
     return out
