@@ -160,7 +160,8 @@ def kv_per_user(cap: Any, windows: list[int | None], contexts: tuple[int, ...] |
     the room beside the weights holds: every layer keeping the whole context, and with vLLM's hybrid KV cache
     (sliding-window layers keeping their window) when the model has sliding-window layers. Decode runs at most 32
     users per replica."""
-    from vllm_patches.kv_blocks import blocks_per_request, hybrid_groups
+    from vllm_patches.kv_blocks import blocks_per_request
+    from vllm_patches.kv_specs import hybrid_groups
 
     per_layer = cap.bytes_per_block_per_bank / len(windows)  # one layer's K and V of one block, per DRAM bank
     room = cap.free_per_bank - cap.reserve_per_bank

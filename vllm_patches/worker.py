@@ -19,7 +19,8 @@ from vllm.v1.worker.worker_base import CompilationTimes, WorkerBase
 
 from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import TTSamplingParams
-from vllm_patches.kv_blocks import layer_kv_spec, plan_kv_blocks, wanted_blocks
+from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
+from vllm_patches.kv_specs import layer_kv_spec
 from vllm_patches.loader import load_tt_model
 from vllm_patches.model_runner import TTModelRunner
 from vllm_patches.registry import register_tt_models

@@ -9,7 +9,7 @@ from vllm import LLM, SamplingParams
 
 from tests.models.tiny import load_hf, make_tiny_model
 from tests.vllm.conftest import check_against_hf, shutdown
-from vllm_patches.kv_blocks import hybrid_groups
+from vllm_patches.kv_specs import hybrid_groups
 
 BLOCK = 32
 WINDOW = 48  # tests/models/tiny.py "gemma3"
