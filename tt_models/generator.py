@@ -97,7 +97,7 @@ class Generator:
     def _group_tables(self, page_table: torch.Tensor) -> torch.Tensor:
         """Page tables as [G, B, W]: one table [B, W] for every layer, or one per KV-cache group (vLLM's hybrid
         KV cache: model.kv_groups says which group each layer reads)."""
-        groups = max(self.model.kv_groups) + 1
+        groups = self.model.n_kv_groups
         tables = page_table[None] if page_table.dim() == 2 and groups == 1 else page_table
         if tables.dim() != 3 or tables.shape[0] != groups:
             raise ValueError(f"page_table {tuple(page_table.shape)}: expected "
@@ -107,7 +107,7 @@ class Generator:
     def page_table_shape(self, users: int, width: int) -> tuple[int, ...]:
         """The shape of a page table for `users` rows of `width` blocks: [B, W], or [G, B, W] with G KV-cache
         groups."""
-        groups = max(self.model.kv_groups) + 1
+        groups = self.model.n_kv_groups
         return (users, width) if groups == 1 else (groups, users, width)
 
     def _per_group(self, tables: torch.Tensor) -> Any:
@@ -201,7 +201,7 @@ class Generator:
         return inputs
 
     def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
-        groups = max(self.model.kv_groups) + 1
+        groups = self.model.n_kv_groups
         (tokens, pos, rot_idxs), tables, sample = inputs[:3], inputs[3:3 + groups], inputs[3 + groups:]
         logits = self.model.decode(tokens, pos, rot_idxs, tables[0] if groups == 1 else tables, kv_cache[0])
         if mode != "logits":  # argmax and sampling need the whole vocabulary (tensor parallel: gathered)

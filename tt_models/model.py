@@ -94,6 +94,11 @@ class Transformer:
         # hybrid KV cache gives sliding-window layers their own (set with the cache: allocate_kv_cache).
         self.kv_groups: tuple[int, ...] = (0,) * args.n_layers
 
+    @property
+    def n_kv_groups(self) -> int:
+        """How many page tables the layers read (one per KV-cache group)."""
+        return max(self.kv_groups) + 1
+
     def _table(self, tables: Any, layer: int) -> Any:
         """Layer `layer`'s page table: `tables` is one table for every layer, or a sequence with one per group."""
         return tables[self.kv_groups[layer]] if isinstance(tables, (list, tuple)) else tables
