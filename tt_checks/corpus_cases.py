@@ -580,6 +580,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
         cases_eltwise,
         cases_heads_prefill,
         cases_misc,
+        cases_moe,
         cases_options,
         cases_penalties,
         cases_sampling,
@@ -597,3 +598,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_penalties.cases()
     yield from cases_distributed_norm.cases()
     yield from cases_widths.cases()
+    yield from cases_moe.cases()

@@ -120,6 +120,7 @@ from .program_configs import (
 )
 from .reduction import argmax, plus_one, topk
 from .sampling import manual_seed, sampling
+from .sparse_matmul import sparse_matmul
 from .subdevice import SubDevice, SubDeviceId, SubDeviceManagerId
 from .tensor import Tensor
 from .trace import begin_trace_capture, end_trace_capture, execute_trace, release_trace

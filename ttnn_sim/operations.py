@@ -18,7 +18,7 @@ REGISTERED_OPERATIONS = frozenset("""
 add all_gather all_reduce argmax as_tensor clone concat copy_host_to_device_tensor deallocate embedding empty fill
 fill_implicit_tile_padding from_device from_torch interleaved_to_sharded linear manual_seed matmul mul multiply permute
 plus_one reduce_scatter reshape rms_norm sampling scale_mask_softmax scale_mask_softmax_in_place sharded_to_interleaved
-silu slice softmax softmax_in_place to_device to_layout
+silu slice softmax softmax_in_place sparse_matmul to_device to_layout
 to_memory_config to_torch topk transpose typecast unsqueeze_to_4D zeros
 experimental.all_gather_async experimental.all_reduce_async experimental.nlp_concat_heads
 experimental.nlp_concat_heads_decode experimental.nlp_create_qkv_heads experimental.nlp_create_qkv_heads_decode

@@ -71,7 +71,8 @@ def all_rules() -> list[Rule]:
 
     for module in ("conversion", "copy_op", "data_movement", "distributed_norm", "eltwise", "embedding",
                    "experimental", "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding",
-                   "paged_cache", "placement", "reduction", "rotary", "sampling", "sdpa_decode", "transformer"):
+                   "paged_cache", "placement", "reduction", "rotary", "sampling", "sdpa_decode", "sparse_matmul",
+                   "transformer"):
         importlib.import_module(f"{__package__}.{module}")
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]

@@ -21,7 +21,7 @@ OPS = """
 open_device close_device open_mesh_device close_mesh_device get_num_devices MeshShape ReplicateTensorToMesh
 ShardTensorToMesh ConcatMeshToTensor from_torch to_torch as_tensor to_device from_device to_layout typecast reshape
 permute slice concat deallocate copy_host_to_device_tensor embedding linear matmul add mul multiply silu softmax
-rms_norm argmax topk plus_one experimental.nlp_create_qkv_heads experimental.nlp_create_qkv_heads_decode
+rms_norm argmax topk sparse_matmul plus_one experimental.nlp_create_qkv_heads experimental.nlp_create_qkv_heads_decode
 experimental.nlp_concat_heads experimental.nlp_concat_heads_decode experimental.rotary_embedding_llama
 experimental.paged_fill_cache experimental.paged_update_cache experimental.paged_fused_update_cache
 transformer.scaled_dot_product_attention
