@@ -584,6 +584,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
         cases_options,
         cases_penalties,
         cases_sampling,
+        cases_sdpa_decode_unpaged,
         cases_sdpa_prefill,
         cases_widths,
     )
@@ -591,6 +592,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_eltwise.cases()
     yield from cases_data_movement.cases()
     yield from cases_sdpa_prefill.cases()
+    yield from cases_sdpa_decode_unpaged.cases()
     yield from cases_heads_prefill.cases()
     yield from cases_misc.cases()
     yield from cases_options.cases()

@@ -25,7 +25,7 @@ experimental.nlp_concat_heads_decode experimental.nlp_create_qkv_heads experimen
 experimental.paged_fill_cache experimental.paged_fused_update_cache experimental.paged_update_cache
 experimental.reduce_scatter_minimal_async experimental.rotary_embedding_llama
 transformer.chunked_scaled_dot_product_attention transformer.paged_scaled_dot_product_attention_decode
-transformer.scaled_dot_product_attention
+transformer.scaled_dot_product_attention transformer.scaled_dot_product_attention_decode
 """.split())
 
 

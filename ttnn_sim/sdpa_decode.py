@@ -295,6 +295,44 @@ def _mask_rows(mask: torch.Tensor, padded: tuple[int, ...], tiled: bool, users: 
     return got.permute(0, 1, 3, 2, 4).reshape(users, pnh, span)
 
 
+def _attend(qg: torch.Tensor, keys: torch.Tensor, vals: torch.Tensor, allowed: torch.Tensor,
+            mask_rows: torch.Tensor | None, sinks: torch.Tensor | None, sc: float, dt: torch.dtype) -> torch.Tensor:
+    """Decode attention of qg [n, nkv, g, hd] (the g query heads sharing a kv head) over keys / vals [n, nkv, t, hd]
+    where allowed [n|1, 1, 1|g, t]: the paged and the unpaged op share it. bf16 operands with fp32 scores and
+    softmax, probabilities rounded to bf16 for the PV product, as the device's kernel keeps them in bf16 circular
+    buffers (fp32 throughout only at reference precision). mask_rows [n, nh, t] is added to the raw Q.K scores before
+    the scale, as the kernel adds it; sinks [nh] are one more logit per head, scale * sink[h], with no value row.
+    Returns [n, nkv, g, hd]."""
+    n, nkv, g, _ = qg.shape
+    t = keys.shape[2]
+    if mask_rows is None and sinks is None:
+        if keys.dtype != dt:
+            keys, vals = keys.to(dt), vals.to(dt)
+        return torch.nn.functional.scaled_dot_product_attention(qg.to(dt), keys, vals, attn_mask=allowed, scale=sc)
+    scores = qg.float() @ keys.float().transpose(-1, -2)  # [users, nkv, g, t], raw Q.K
+    if mask_rows is not None:  # added before the scale, as the kernel adds it to the raw scores
+        scores = scores + mask_rows.reshape(n, nkv, g, t)
+    logits = (scores * sc).masked_fill(~allowed, float("-inf"))
+    if sinks is not None:  # one more logit per head, scale * sink[h, 0], with no value row
+        logits = torch.cat([logits, (sinks.reshape(1, nkv, g, 1) * sc).expand(n, -1, -1, -1)], dim=-1)
+    probs = torch.softmax(logits, dim=-1)[..., :t]
+    if dt == torch.bfloat16:
+        probs = probs.to(torch.bfloat16)
+    return (probs.float() @ vals.float()).to(dt)
+
+
+def _finish(res: torch.Tensor, live: torch.Tensor | None, users: int, nh: int, hd: int) -> torch.Tensor:
+    """[1, users, nh, hd] from the first n users' results; skipped users' rows (and users past the last live one)
+    are left unwritten by the device: NaN here."""
+    n = res.shape[0]
+    res = res.view(1, n, nh, hd)
+    if live is not None:  # skipped users: the device leaves their rows unwritten
+        res = res.masked_fill(~live[None, :, None, None], float("nan"))
+    if n < users:
+        res = torch.cat([res, res.new_full((1, users - n, nh, hd), float("nan"))], dim=1)
+    return res
+
+
 @device_op(kernel_replay=True)
 def paged_scaled_dot_product_attention_decode(
     input_tensor_q: Tensor,
@@ -417,30 +455,283 @@ def paged_scaled_dot_product_attention_decode(
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(n, nkv, t, hd) for c in (kk, vv))
         qg = qq[:, :n].reshape(n, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
-        if mm is None and ss is None:
-            if keys.dtype != dt:
-                keys, vals = keys.to(dt), vals.to(dt)
-            res = torch.nn.functional.scaled_dot_product_attention(qg.to(dt), keys, vals, attn_mask=allowed,
-                                                                   scale=sc)
-        else:
-            scores = qg.float() @ keys.float().transpose(-1, -2)  # [users, nkv, g, t], raw Q.K
-            if mm is not None:  # added before the scale, as the kernel adds it to the raw scores
-                rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:n, :nh]
-                scores = scores + rows.reshape(n, nkv, g, t)
-            logits = (scores * sc).masked_fill(~allowed, float("-inf"))
-            if ss is not None:  # one more logit per head, scale * sink[h, 0], with no value row
-                sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0].reshape(1, nkv, g, 1) * sc
-                logits = torch.cat([logits, sinks.expand(n, -1, -1, -1)], dim=-1)
-            probs = torch.softmax(logits, dim=-1)[..., :t]
-            if dt == torch.bfloat16:
-                probs = probs.to(torch.bfloat16)
-            res = (probs.float() @ vals.float()).to(dt)
-        res = res.view(1, n, nh, hd)
-        if live is not None:  # skipped users: the device leaves their rows unwritten
-            res = res.masked_fill(~live[None, :, None, None], float("nan"))
-        if n < users:
-            res = torch.cat([res, res.new_full((1, users - n, nh, hd), float("nan"))], dim=1)
-        return res
+        rows = None
+        if mm is not None:
+            rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:n, :nh]
+        sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0] if ss is not None else None
+        return _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, hd)
 
     shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)
+    return output(q, shards, q.dtype, q.layout, out_mc)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Unpaged decode: transformer.scaled_dot_product_attention_decode, K/V [B, nkv, S, hd] (one cache per user, or one
+# shared by all users with share_cache). The device operation is the paged one's (SdpaDecodeDeviceOperation), with
+# the unpaged branch of its validation; the rules below were measured on the real ttnn 0.81.1 on the mock N150
+# (tt_checks/tt_metal_unit/probes/sdpa_decode_unpaged.py, corpus cases sdpa-decode-unpaged/*).
+# ---------------------------------------------------------------------------------------------------------------
+RU = rules("transformer.scaled_dot_product_attention_decode",
+           "transformer/sdpa_decode/device/sdpa_decode_device_operation.cpp")
+_U = "sdpa-decode-unpaged/"
+U_ON_DEVICE = RU("Operands to SDPA need to be on device!",
+                 unreachable="ttnn 0.81.1 segfaults on a host input before validating it (measured)")
+U_K_CHUNK_POW2 = RU("User provided k_chunk_size must be power of 2, got: {}", _U + "k-chunk-48", _U + "ok",
+                    source="transformer/sdpa_decode/sdpa_decode.cpp")
+U_K_CHUNK_32 = RU("User provided k_chunk_size must be multiple of 32, got: {}", _U + "k-chunk-16", _U + "ok",
+                  source="transformer/sdpa_decode/sdpa_decode.cpp")
+U_CHUNK_CALC = RU("Chunk size must be multiple of 32, but the maximum calculated k_chunk_size is: {}",
+                  _U + "seq-100", _U + "seq-96", source="transformer/sdpa_decode/sdpa_decode.cpp")
+U_DTYPE = RU("Unsupported data type {}.", _U + "q-fp32", _U + "k-fp32", _U + "ok")
+U_KV_TILE = RU("Inputs to SDPA must be tilized except for Q", _U + "v-row-major", _U + "ok")
+U_RM_Q_SHARDED = RU("ROW_MAJOR Q is only supported when Q is HEIGHT_SHARDED in L1; interleaved ROW_MAJOR Q is not "
+                    "supported. Convert Q to TILE layout or shard it.", _U + "q-row-major-dram", _U + "ok")
+U_RM_Q_OUTPUT = RU("ROW_MAJOR Q produces a ROW_MAJOR output, which requires a HEIGHT_SHARDED output memory config; "
+                   "got {}", _U + "q-row-major-sharded", _U + "q-height-sharded")
+U_Q_SHARDED_HS = RU("Q tensor memory layout must be HEIGHT_SHARDED when sharded but got {}",
+                    _U + "q-width-sharded", _U + "q-height-sharded")
+U_Q_DRAM = RU("Q tensor buffer type must be DRAM when not sharded but got {}", _U + "q-l1", _U + "ok")
+U_KV_DRAM = RU("Input tensor {} buffer type must be DRAM but got {}", _U + "k-l1", _U + "ok")
+U_OUT_HS = RU("Output memory config layout must be HEIGHT_SHARDED when sharded but got {}",
+              _U + "output-width-sharded", _U + "output-height-sharded")
+U_MASK_PADDED_HEADS = RU("Expect same number of padded heads in mask as in Q, got {} and {}",
+                         _U + "mask/heads-32", _U + "mask/ok")
+U_MASK_HEADS = RU("Expect same number of heads in mask as in Q, got {} and {}", _U + "mask/heads-40",
+                  _U + "mask/ok")
+U_MASK_SEQ = RU("Expect same sequence length in mask as in K, got {} and {}", _U + "mask/seq-1024", _U + "mask/ok")
+U_MASK_K_CHUNK = RU("Must provide k_chunk_size if using attention mask!",
+                    unreachable="the host always passes a chunk size > 0 (the user's, or the largest power-of-2 "
+                                "divisor of S up to 512)")
+U_MASK_CHUNK_MULTIPLE = RU("Mask sequence length must be multiple of chunk size, got: {} and {}",
+                           _U + "mask/chunk-4096", _U + "mask/ok")
+U_MASK_DTYPE = RU("Unsupported data type for mask tensor: {}.", _U + "mask/fp32", _U + "mask/ok")
+U_CAUSAL_NO_MASK = RU("attn_mask must not be provided when is_causal=True. Pass is_causal=False to use an explicit "
+                      "mask.", _U + "causal-with-mask", _U + "mask/ok")
+U_SHARE_K = RU("Share cache expects K to have batch size of 1, but got {}", _U + "share-cache-k-batch-8",
+               _U + "share-cache")
+U_SHARE_V = RU("Share cache expects V to have batch size of 1, but got {}", _U + "share-cache-v-batch-8",
+               _U + "share-cache")
+U_K_BATCH = RU("K tensor batch size ({}) must equal B ({})", _U + "k-batch-4", _U + "ok")
+U_V_BATCH = RU("V tensor batch size ({}) must equal B ({})", _U + "v-batch-4", _U + "ok")
+U_Q_DIM0 = RU("Q tensor batch size must be 1 for decode mode but got {}", _U + "q-dim0-2", _U + "ok")
+U_SAME_SEQ = RU("K and V tensors must have the same sequence length. K: {}, V: {}", _U + "v-seq-512", _U + "ok")
+U_CHUNK_GIVEN = RU("Must provide k_chunk_size if non-causal!",
+                   unreachable="the host always passes a chunk size > 0")
+U_CHUNK_TILE = RU("Chunk size must be multiple of 32, got: {}",
+                  unreachable="the host refuses a chunk size that is not a multiple of 32 first")
+U_SEQ_CHUNK = RU("K sequence length must be multiple of chunk size, got: {} and {}", _U + "k-chunk-2048",
+                 _U + "seq-96")
+U_K_HD = RU("K tensor hidden dimension ({}) must equal Q tensor hidden dimension ({})", _U + "k-hd-64", _U + "ok")
+U_V_HD = RU("V tensor hidden dimension ({}) must equal Q tensor hidden dimension ({})", _U + "v-hd-64", _U + "ok")
+U_CUR_POS_MAX = RU("cur_pos must be <= K sequence dim", _U + "cur-pos-S", _U + "cur-pos-S-1")
+U_CUR_POS_LAST_DIM = RU("cur_pos tensor must hold all positions in its last dim (e.g. [B] or [1, B]), got shape {}",
+                        _U + "cur-pos-8x1", _U + "cur-pos-1x8")
+U_SAME_HEADS = RU("Flash decode expects K and V to have same number of heads, but got {} and {}",
+                  _U + "v-4-heads", _U + "gqa")
+U_GQA_NO_SHARDED_OUT = RU("Sharded output not supported for GQA", _U + "gqa-sharded-output",
+                          _U + "output-height-sharded")
+U_GQA_BF16_Q = RU("GQA expects BFLOAT16 input tensor, but got {}", _U + "gqa-q-bfp8", _U + "gqa")
+U_GQA_MULTIPLE = RU("GQA expects Q to have a multiple of K heads, but got {} and {}", _U + "9q-2kv", _U + "gqa")
+U_SINK_RANK = RU("Attention sink must have 2 dimensions", _U + "sink/4d", _U + "sink/ok")
+U_SINK_HEADS = RU("Attention sink must have the same padded num heads as Q but got {}", _U + "sink/heads-64",
+                  _U + "sink/ok")
+U_SINK_WIDTH = RU("Attention sink must be a single tile wide, but got {}", _U + "sink/width-64", _U + "sink/ok")
+U_SINK_BF16 = RU("Attention sink must by a BF16 tensor, but got {}", _U + "sink/bfp8", _U + "sink/ok")
+U_SINK_TILE = RU("Attention sink must be in TILE layout, but got {}", _U + "sink/row-major", _U + "sink/ok")
+U_SINK_DRAM = RU("Attention sink must be in DRAM memory, but got {}", _U + "sink/l1", _U + "sink/ok")
+U_GRID_FITS = RU("Cores available ({}) exceeds grid size ({})", _U + "grid-9x9", _U + "ok",
+                 source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
+U_GRID_BATCH = RU("Cores available ({}) must be >= batch size ({})", _U + "grid-4x1", _U + "ok",
+                  source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
+U_CUR_POS_COUNT = RU("cur_pos tensor must have at least one position per batch ({}), got shape {}",
+                     _U + "cur-pos-tensor-4", _U + "cur-pos-tensor-16",
+                     source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
+U_CUR_POS_LIST = RU("vector::_M_range_check: __n (which is {}) >= this->size() (which is {})",
+                    _U + "cur-pos-list-4", _U + "no-cur-pos", _U + "cur-pos-list-16",
+                    source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
+
+
+def _max_pow2_divisor_chunk(s: int) -> int:
+    """sdpa_decode.cpp's get_chunk_size: the largest power-of-2 divisor of s (at least 2), at most 512."""
+    i = 1
+    while i < s and s % (1 << (i + 1)) == 0:
+        i += 1
+    return min(512, 1 << i)
+
+
+def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor, cur_pos: list[int], cur_pos_tensor: Tensor | None,
+                      attn_mask: Tensor | None, sink: Tensor | None, is_causal: bool, out_mc: MemoryConfig,
+                      program_config: Any, share_cache: bool | None) -> int:
+    """SdpaDecodeDeviceOperation's checks for an unpaged call, in 0.81.1's order; returns the chunk size."""
+    for t in (q, k, v, cur_pos_tensor, attn_mask, sink):
+        U_ON_DEVICE.require(t is None or (isinstance(t, Tensor) and t.device_or_none is not None))
+    s = k.shape[-2]
+    if program_config is not None and program_config.k_chunk_size > 0:
+        k_chunk = program_config.k_chunk_size
+        U_K_CHUNK_POW2.require(k_chunk & (k_chunk - 1) == 0, k_chunk)
+        U_K_CHUNK_32.require(k_chunk % TILE_SIZE == 0, k_chunk)
+    else:
+        k_chunk = _max_pow2_divisor_chunk(s)
+        U_CHUNK_CALC.require(k_chunk % TILE_SIZE == 0, k_chunk)
+    for t in (q, k, v):
+        U_DTYPE.require(t.dtype in _DTYPES or reference_precision(t), f"DataType::{t.dtype.name}")
+    U_KV_TILE.require(k.layout == Layout.TILE and v.layout == Layout.TILE)
+    qmc = q.memory_config()
+    if q.layout == Layout.ROW_MAJOR:
+        U_RM_Q_SHARDED.require(qmc.memory_layout == _HS and qmc.buffer_type == BufferType.L1)
+        U_RM_Q_OUTPUT.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+        raise TTError("transformer.scaled_dot_product_attention_decode",
+                      "a ROW_MAJOR Q is not modelled by the simulator for the unpaged op")
+    if qmc.is_sharded():
+        U_Q_SHARDED_HS.require(qmc.memory_layout == _HS, f"TensorMemoryLayout::{qmc.memory_layout.name}")
+    else:
+        U_Q_DRAM.require(qmc.buffer_type == BufferType.DRAM, f"BufferType::{qmc.buffer_type.name}")
+    for i, t in ((1, k), (2, v)):
+        bt = t.memory_config().buffer_type
+        U_KV_DRAM.require(bt == BufferType.DRAM, i, f"BufferType::{bt.name}")
+    if out_mc.is_sharded():
+        U_OUT_HS.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+    q_padded, k_padded, v_padded = _padded(q), _padded(k), _padded(v)
+    if is_causal:
+        U_CAUSAL_NO_MASK.require(attn_mask is None)
+    elif attn_mask is not None:
+        m_padded = _padded(attn_mask)
+        U_MASK_PADDED_HEADS.require(m_padded[2] == q_padded[2], m_padded[2], q_padded[2])
+        U_MASK_HEADS.require(attn_mask.shape[2] == q.shape[2], attn_mask.shape[2], q.shape[2])
+        U_MASK_SEQ.require(m_padded[3] == k_padded[2], m_padded[3], k_padded[2])
+        U_MASK_K_CHUNK.require(k_chunk > 0)
+        U_MASK_CHUNK_MULTIPLE.require(m_padded[3] % k_chunk == 0, m_padded[3], k_chunk)
+        U_MASK_DTYPE.require(attn_mask.dtype in _DTYPES, f"DataType::{attn_mask.dtype.name}")
+    if cur_pos_tensor is not None:
+        padded = cur_pos_tensor.padded_shape
+        U_CUR_POS_LAST_DIM.require(all(d == 1 for d in padded[:-1]), f"Shape({list(padded)})")
+    b = q_padded[1]
+    if share_cache:
+        U_SHARE_K.require(k_padded[0] == 1, k_padded[0])
+        U_SHARE_V.require(v_padded[0] == 1, v_padded[0])
+    else:
+        U_K_BATCH.require(k_padded[0] == b, k_padded[0], b)
+        U_V_BATCH.require(v_padded[0] == b, v_padded[0], b)
+    U_Q_DIM0.require(q_padded[0] == 1, q_padded[0])
+    U_SAME_SEQ.require(k_padded[-2] == v_padded[-2], k_padded[-2], v_padded[-2])
+    U_CHUNK_GIVEN.require(k_chunk > 0)
+    U_CHUNK_TILE.require(k_chunk % TILE_SIZE == 0, k_chunk)
+    U_SEQ_CHUNK.require(k_padded[2] % k_chunk == 0, k_padded[2], k_chunk)
+    U_K_HD.require(k_padded[-1] == q_padded[-1], k_padded[-1], q_padded[-1])
+    U_V_HD.require(v_padded[-1] == q_padded[-1], v_padded[-1], q_padded[-1])
+    for p in cur_pos:
+        U_CUR_POS_MAX.require(p < k_padded[-2])
+    nkv = k_padded[1]
+    U_SAME_HEADS.require(nkv == v_padded[1], nkv, v_padded[1])
+    if nkv > 1:
+        U_GQA_NO_SHARDED_OUT.require(not out_mc.is_sharded())
+        U_GQA_BF16_Q.require(q.dtype == DataType.BFLOAT16 or reference_precision(q), f"DataType::{q.dtype.name}")
+        U_GQA_MULTIPLE.require(q.shape[2] % nkv == 0, q.shape[2], nkv)
+    if sink is not None:
+        s_padded = _padded(sink)
+        U_SINK_RANK.require(len(s_padded) == 2)
+        U_SINK_HEADS.require(s_padded[0] == q_padded[2], s_padded[0])
+        U_SINK_WIDTH.require(s_padded[1] == TILE_SIZE, s_padded[1])
+        U_SINK_BF16.require(sink.dtype == DataType.BFLOAT16, f"DataType::{sink.dtype.name}")
+        U_SINK_TILE.require(sink.layout == Layout.TILE, f"Layout::{sink.layout.name}")
+        bt = sink.memory_config().buffer_type
+        U_SINK_DRAM.require(bt == BufferType.DRAM, f"BufferType::{bt.name}")
+    if program_config is not None:
+        g = program_config.compute_with_storage_grid_size
+        gx, gy = q.device_or_none.chip.grid
+        U_GRID_FITS.require(g.x * g.y <= gx * gy, g.x * g.y, gx * gy)
+        U_GRID_BATCH.require(g.x * g.y >= b, g.x * g.y, b)
+    if is_causal:
+        if cur_pos_tensor is not None:
+            shape = cur_pos_tensor.shape
+            U_CUR_POS_COUNT.require(cur_pos_tensor.padded_shape[-1] >= b, b, f"Shape({list(shape)})")
+        else:
+            U_CUR_POS_LIST.require(len(cur_pos) >= b, len(cur_pos), len(cur_pos))
+    return k_chunk
+
+
+@device_op(kernel_replay=True)
+def scaled_dot_product_attention_decode(
+    input_tensor_q: Tensor,
+    input_tensor_k: Tensor,
+    input_tensor_v: Tensor,
+    *,
+    is_causal: bool = True,
+    attn_mask: Tensor | None = None,
+    cur_pos: list[int] | None = None,
+    cur_pos_tensor: Tensor | None = None,
+    attention_sink: Tensor | None = None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    program_config: SDPAProgramConfig | None = None,
+    compute_kernel_config: Any = None,
+    share_cache: bool | None = None,
+) -> Tensor:
+    """Q [1, B, nh, hd] over unpaged K/V [B, nkv, S, hd]: causal, user b attends over its positions 0..cur_pos[b]
+    inclusive (cur_pos_tensor when given, else the cur_pos list; -1 in the tensor skips the user, whose rows are left
+    unwritten), with an optional sliding window; non-causal, over all S positions with an optional additive attn_mask
+    [B, 1, nh, S] (read as the paged op reads it: added to the raw scores before the scale). attention_sink as in the
+    paged op. share_cache: one K/V of batch 1 for every user (the output then has K's batch, as 0.81.1's
+    compute_output_specs gives it). The math is the paged op's (_attend)."""
+    op = "transformer.scaled_dot_product_attention_decode"
+    q, k, v = input_tensor_q, input_tensor_k, input_tensor_v
+    positions = list(cur_pos or [])
+    if any(not isinstance(p, int) or p < 0 or p >= 1 << 32 for p in positions):
+        # 0.81.1's binding takes cur_pos as a list of uint32: nanobind refuses anything else before the op runs.
+        raise TypeError(f"ttnn.{op}(): incompatible function arguments (cur_pos must be a list of uint32, got "
+                        f"{positions})")
+    out_mc = memory_config or DRAM_MEMORY_CONFIG
+    mask, sink = attn_mask, attention_sink
+    _validate_unpaged(q, k, v, positions, cur_pos_tensor, mask, sink, is_causal, out_mc, program_config, share_cache)
+    users = _padded(k)[0]  # compute_output_specs: the output's batch is K's
+    nkv, s, hd = k.shape[1], k.shape[2], k.shape[3]
+    nh = q.shape[2]
+    pnh = _padded(q)[2]
+    g = nh // nkv
+    sc = scale if scale is not None else 1.0 / math.sqrt(hd)
+    mask_geometry = (_padded(mask), mask.layout == Layout.TILE) if mask is not None else None
+    sink_padded = _padded(sink) if sink is not None else None
+    list_pos = torch.tensor(positions[:users] if positions else [0], dtype=torch.int64)
+
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, cp: torch.Tensor | None,
+                mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
+        dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
+        live, n = None, users
+        if is_causal:
+            pos = cp.reshape(-1)[:users].to(torch.int64) if cp is not None else list_pos
+            lo, top = (int(x) for x in torch.aminmax(pos))
+            if top < 0:
+                return torch.full((1, users, nh, hd), float("nan"))
+            if lo < 0:
+                live = pos >= 0
+                n = int(torch.nonzero(live)[-1]) + 1
+                live, pos = live[:n], pos[:n].clamp(min=0)
+                if bool(live.all()):
+                    live = None
+            # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
+            t = min(s, (top // TILE_SIZE + 1) * TILE_SIZE)
+            kpos = torch.arange(t)
+            allowed = kpos <= pos[:, None]
+            if sliding_window_size is not None:
+                allowed &= kpos > pos[:, None] - sliding_window_size
+            allowed = allowed[:, None, None, :]
+        else:
+            t = s
+            kpos = torch.arange(t)
+            allowed = torch.ones(1, t, dtype=torch.bool)
+            if sliding_window_size:
+                allowed &= kpos > s - 1 - sliding_window_size
+            allowed = allowed[:, None, None, :]
+        kb = kk[:1].expand(n, -1, -1, -1) if share_cache else kk[:n]
+        vb = vv[:1].expand(n, -1, -1, -1) if share_cache else vv[:n]
+        keys, vals = kb[:, :, :t], vb[:, :, :t]
+        qg = qq[:, :n].reshape(n, nkv, g, hd)
+        rows = None
+        if mm is not None:
+            rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], n, pnh, t)[:, :nh]
+        sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0] if ss is not None else None
+        return _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, hd)
+
+    shards = per_device(compute, q, k, v, cur_pos_tensor if is_causal else None, mask, sink)
     return output(q, shards, q.dtype, q.layout, out_mc)
