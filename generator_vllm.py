@@ -278,5 +278,14 @@ class TTGemma3ForCausalLM(TTCausalLM):
     architecture = "Gemma3ForCausalLM"
 
 
+class TTQwen3MoeForCausalLM(TTCausalLM):
+    architecture = "Qwen3MoeForCausalLM"
+
+
+class TTMixtralForCausalLM(TTCausalLM):
+    architecture = "MixtralForCausalLM"
+
+
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
-                                           TTQwen3ForCausalLM, TTGemma3ForCausalLM)}
+                                           TTQwen3ForCausalLM, TTGemma3ForCausalLM, TTQwen3MoeForCausalLM,
+                                           TTMixtralForCausalLM)}

@@ -58,9 +58,9 @@ def splits_over(model_dir: Path, chips: int) -> bool:
 
 
 def families() -> list[str]:
-    from tests.models.tiny import FAMILIES
+    from tests.models.tiny import FAMILIES, MOE_FAMILIES
 
-    return [*FAMILIES, "smollm2"]
+    return [*FAMILIES, *MOE_FAMILIES, "smollm2"]
 
 
 def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path | None, max_seq_len: int,

@@ -14,6 +14,8 @@ SUPPORTED_ARCHITECTURES = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Gemma3ForCausalLM": "gemma3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MixtralForCausalLM": "mixtral",
 }
 # Architectures people ask for that are refused, with the reason (rather than only "unsupported").
 REFUSED_ARCHITECTURES = {
@@ -25,6 +27,8 @@ REFUSED_ARCHITECTURES = {
 }
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
 MODEL_TYPES = {"gemma3_text": "gemma3"}
+# Mixture-of-experts families: their MLPs are a router over experts (tt_models/layers/moe.py).
+MOE_FAMILIES = ("qwen3_moe", "mixtral")
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 # The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
 SUPPORTED_ACTIVATIONS = {"gemma3": ("gelu_pytorch_tanh",)}
@@ -59,6 +63,25 @@ class UnsupportedModelError(ValueError):
     """The checkpoint needs an architecture or feature these TT models do not implement."""
 
 
+def _moe_fields(config: Any, family: str) -> dict[str, Any]:
+    """ModelArgs' mixture-of-experts fields from an HF Qwen3-MoE / Mixtral config."""
+    experts = getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None) or 0
+    k = config.num_experts_per_tok
+    if experts < 2 or not 1 <= k <= experts:
+        raise UnsupportedModelError(f"{experts} experts with {k} per token: expected at least 2 experts and "
+                                    f"1 <= experts per token <= experts")
+    n = config.num_hidden_layers
+    if family == "mixtral":
+        # Mixtral's experts are intermediate_size wide, every layer is MoE and the top-k weights always sum to 1.
+        return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.intermediate_size,
+                    norm_topk_prob=True, moe_layers=(True,) * n)
+    dense = set(getattr(config, "mlp_only_layers", None) or ())
+    step = getattr(config, "decoder_sparse_step", 1) or 1
+    return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.moe_intermediate_size,
+                norm_topk_prob=bool(getattr(config, "norm_topk_prob", False)),
+                moe_layers=tuple(i not in dense and (i + 1) % step == 0 for i in range(n)))
+
+
 def _refuse_unsupported_fields(config: Any, family: str) -> None:
     quant = getattr(config, "quantization_config", None)
     if quant:
@@ -72,6 +95,8 @@ def _refuse_unsupported_fields(config: Any, family: str) -> None:
         if value not in (neutral, None) and not (neutral is None and value in ((), [], {}, 0)):
             raise UnsupportedModelError(f"config field {field}={value!r} changes the model's math and is not "
                                         f"implemented by the TT models")
+    if family in MOE_FAMILIES and getattr(config, "shared_expert_intermediate_size", 0):
+        raise UnsupportedModelError("shared experts (shared_expert_intermediate_size) are not implemented")
     if family != "qwen2" and getattr(config, "attention_bias", False):
         # Llama / Mistral / Qwen3 configs put a bias on q, k, v and o_proj together.
         raise UnsupportedModelError(f"attention_bias=True ({family}: biases on q/k/v and o_proj): the o_proj bias is "
@@ -109,6 +134,15 @@ class ModelArgs:
     # The checkpoint's MLP size when hidden_dim was padded with zero units so that every chip's share is whole tiles
     # (tt_models.parallel.pad_mlp); None when it is the checkpoint's own.
     mlp_padded_from: int | None = None
+    # Mixture of experts (n_experts 0: every MLP is dense). A MoE layer's MLP is a router choosing experts_per_tok of
+    # n_experts expert MLPs of moe_hidden_dim units for each token, their outputs summed with the router's weights:
+    # softmax over all experts' logits, the top k kept, renormalized to sum 1 when norm_topk_prob (Mixtral always).
+    n_experts: int = 0
+    experts_per_tok: int = 0
+    moe_hidden_dim: int = 0
+    norm_topk_prob: bool = False
+    # Per layer, whether its MLP is the MoE block (Qwen3-MoE's mlp_only_layers / decoder_sparse_step keep some dense).
+    moe_layers: tuple[bool, ...] = ()
 
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
@@ -144,7 +178,7 @@ class ModelArgs:
         n_heads = config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
         window = None
-        if family in ("mistral", "gemma3") or (family in ("qwen2", "qwen3")
+        if family in ("mistral", "gemma3", "mixtral") or (family in ("qwen2", "qwen3", "qwen3_moe")
                                                 and getattr(config, "use_sliding_window", False)):
             window = getattr(config, "sliding_window", None)
         layer_types = None
@@ -159,6 +193,7 @@ class ModelArgs:
             if any(t != SLIDING for t in getattr(config, "layer_types", None) or []):
                 raise UnsupportedModelError("mixed sliding/full attention layers are not supported")
         gemma = family == "gemma3"
+        moe = _moe_fields(config, family) if family in MOE_FAMILIES else {}
         return cls(
             family=family,
             dim=config.hidden_size,
@@ -172,7 +207,7 @@ class ModelArgs:
             max_position_embeddings=config.max_position_embeddings,
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
             qkv_bias=family == "qwen2",
-            qk_norm=family in ("qwen3", "gemma3"),
+            qk_norm=family in ("qwen3", "gemma3", "qwen3_moe"),
             sliding_window=window,
             hf_config=config,
             activation=act,
@@ -182,7 +217,12 @@ class ModelArgs:
             embed_scale=float(torch.tensor(config.hidden_size**0.5).to(torch.bfloat16)) if gemma else None,
             attn_scale=config.query_pre_attn_scalar**-0.5 if gemma else None,
             layer_types=layer_types,
+            **moe,
         )
+
+    def is_moe(self, layer: int) -> bool:
+        """Whether layer `layer`'s MLP is the mixture-of-experts block."""
+        return bool(self.moe_layers) and self.moe_layers[layer]
 
     def window(self, layer: int) -> int | None:
         """The sliding window of layer `layer`'s attention (None: it attends to every earlier position)."""

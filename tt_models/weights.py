@@ -93,6 +93,12 @@ class WeightStore:
 
         return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, memory_config, shard)
 
+    def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
+        """One [out, in] weight per expert, stacked and transposed as [1, experts, in, out] tiles (what
+        sparse_matmul multiplies each expert's tokens with); `shard` (on dim 1): each chip its own experts."""
+        return self._as_tensor(cache_name, lambda: torch.stack([self.sd[n].t() for n in names])[None].contiguous(),
+                               dtype, ttnn.TILE_LAYOUT, shard=shard)
+
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         def make() -> torch.Tensor:
             b = torch.cat([self.sd[n] for n in names])
@@ -145,6 +151,11 @@ class ShapeOnlyWeights(WeightStore):
         k = self.shapes[names[0]][1] // (shard.parts(2) if shard is not None else 1)
         return self._empty((1, 1, k, out), dtype, ttnn.TILE_LAYOUT, memory_config)
 
+    def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
+        out, k = self.shapes[names[0]]
+        return self._empty((1, len(names) // (shard.parts(1) if shard is not None else 1), k, out), dtype,
+                           ttnn.TILE_LAYOUT)
+
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         out = self._out(sum(self.shapes[n][0] for n in names), shard)
         return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
@@ -173,10 +184,9 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
         shapes.update({
             p + "attention.wq.weight": (args.n_heads * hd, dim), p + "attention.wk.weight": (args.n_kv_heads * hd, dim),
             p + "attention.wv.weight": (args.n_kv_heads * hd, dim), p + "attention.wo.weight": (dim, args.n_heads * hd),
-            p + "feed_forward.w1.weight": (args.hidden_dim, dim), p + "feed_forward.w3.weight": (args.hidden_dim, dim),
-            p + "feed_forward.w2.weight": (dim, args.hidden_dim),
             p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,),
         })
+        shapes.update(mlp_shapes(args, i))
         if args.sandwich_norms:
             shapes.update({p + "post_attention_norm.weight": (dim,), p + "post_ffn_norm.weight": (dim,)})
         if args.qkv_bias:
@@ -185,6 +195,24 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
                            p + "attention.wv.bias": (args.n_kv_heads * hd,)})
         if args.qk_norm:
             shapes.update({p + "attention.q_norm.weight": (hd,), p + "attention.k_norm.weight": (hd,)})
+    return shapes
+
+
+def expert_names(layer: int, experts: int, which: str) -> list[str]:
+    """The Meta names of one projection (w1 gate, w3 up, w2 down) of every expert of a MoE layer, in expert order."""
+    return [f"layers.{layer}.feed_forward.experts.{e}.{which}.weight" for e in range(experts)]
+
+
+def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
+    """Layer `layer`'s MLP weights: w1/w3/w2 of a dense MLP, or the router (gate) and every expert's w1/w3/w2."""
+    p, dim = f"layers.{layer}.feed_forward.", args.dim
+    if not args.is_moe(layer):
+        return {p + "w1.weight": (args.hidden_dim, dim), p + "w3.weight": (args.hidden_dim, dim),
+                p + "w2.weight": (dim, args.hidden_dim)}
+    hid, n = args.moe_hidden_dim, args.n_experts
+    shapes = {p + "gate.weight": (n, dim)}
+    for which, shape in (("w1", (hid, dim)), ("w3", (hid, dim)), ("w2", (dim, hid))):
+        shapes.update({name: shape for name in expert_names(layer, n, which)})
     return shapes
 
 

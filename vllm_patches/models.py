@@ -47,3 +47,11 @@ class TTQwen3ForCausalLM(_TTAdapter):
 
 class TTGemma3ForCausalLM(_TTAdapter):
     pass
+
+
+class TTQwen3MoeForCausalLM(_TTAdapter):
+    pass
+
+
+class TTMixtralForCausalLM(_TTAdapter):
+    pass

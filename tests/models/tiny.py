@@ -13,8 +13,10 @@ from transformers import (
     Gemma3TextConfig,
     LlamaConfig,
     MistralConfig,
+    MixtralConfig,
     Qwen2Config,
     Qwen3Config,
+    Qwen3MoeConfig,
 )
 
 logger = logging.getLogger(__name__)
@@ -55,9 +57,31 @@ FAMILIES = {
 }
 
 
+# Mixture-of-experts families (tt_models/layers/moe.py): several experts, top-k > 1, experts narrower than the dense
+# MLP, as the real checkpoints have them.
+MOE_FAMILIES = {
+    # Qwen3-30B-A3B's structure: q/k norm, head_dim != hidden / heads, top-k weights renormalized (norm_topk_prob),
+    # and a dense layer among the MoE ones (mlp_only_layers), as Qwen3-MoE configs may set.
+    "qwen3_moe": (Qwen3MoeConfig, dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                                       num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
+                                       num_hidden_layers=3, mlp_only_layers=[1], num_attention_heads=4,
+                                       num_key_value_heads=2, head_dim=64, tie_word_embeddings=False)),
+    # The Qwen3-MoE class default: the top-k softmax weights are used as they are (they sum to less than 1).
+    "qwen3_moe_unnormed": (Qwen3MoeConfig, dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                                                num_experts=8, num_experts_per_tok=3, norm_topk_prob=False,
+                                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                                head_dim=64, tie_word_embeddings=False)),
+    # Mixtral: 2 of 4 experts (8 in Mixtral-8x7B), always renormalized, a sliding window shorter than the test's
+    # prompt + generation.
+    "mixtral": (MixtralConfig, dict(hidden_size=128, intermediate_size=96, num_local_experts=4,
+                                    num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
+                                    num_key_value_heads=2, sliding_window=48, tie_word_embeddings=False)),
+}
+
+
 def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
     """Random model saved with bf16-exact weights (the rounded weights both sides use)."""
-    cls, kw = FAMILIES[family]
+    cls, kw = FAMILIES[family] if family in FAMILIES else MOE_FAMILIES[family]
     out = root / family
     if (out / "config.json").exists():
         return out

@@ -17,6 +17,7 @@ _RENAMES = (
     ("input_layernorm", "attention_norm"),
     ("post_attention_layernorm", "ffn_norm"),
     ("self_attn", "attention"),
+    ("block_sparse_moe", "feed_forward"),  # Mixtral's MoE block (its experts' w1/w2/w3 keep their names)
     ("mlp", "feed_forward"),
     ("q_proj", "wq"),
     ("k_proj", "wk"),

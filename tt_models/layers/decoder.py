@@ -13,6 +13,7 @@ from typing import Any
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Attention, Rot
 from tt_models.layers.mlp import MLP
+from tt_models.layers.moe import MoE
 from tt_models.layers.norm import ResidualNorm
 from tt_models.layouts import ModelLayouts
 from tt_models.model_args import ModelArgs
@@ -31,7 +32,8 @@ class DecoderLayer:
         self.attention_norm = ResidualNorm(weights, p + "attention_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.ffn_norm = ResidualNorm(weights, p + "ffn_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.attention = Attention(args, weights, layer, prec, layouts, plan)
-        self.mlp = MLP(weights, layer, prec, layouts, plan, args.activation)
+        self.mlp = (MoE(args, weights, layer, prec, weights.device, plan) if args.is_moe(layer) else
+                    MLP(weights, layer, prec, layouts, plan, args.activation))
         self.post_attention_norm = self.post_ffn_norm = None
         if args.sandwich_norms:
             self.post_attention_norm, self.post_ffn_norm = (

@@ -1,0 +1,154 @@
+"""Mixture-of-experts MLP (Qwen3-MoE, Mixtral): a router picks experts_per_tok of the layer's experts for each token
+and the token's output is the experts' gated MLPs summed with the router's weights. Everything runs on the device,
+with no read-back, so a traced decode step replays whatever experts the new tokens choose:
+
+1. router logits = x @ W_router, in fp32 (a router decision flipped by rounding changes a token's whole MLP);
+2. `topk` gives each token's k-th largest logit; the experts at or above it are selected (ge), and the weights are
+   the softmax over all logits times that mask, or, renormalized (norm_topk_prob; Mixtral always), the softmax over
+   the selected logits only (the others pushed to -1e30): exp(l_e) / sum over the selected of exp(l_j), HF's
+   softmax-topk-renormalize with the common factor cancelled;
+3. the tokens go in groups of 32 (one tile of rows) through `sparse_matmul`: gate and up projections of a group by
+   an expert run only when some token of the group selected that expert (the sparsity entry is the group's summed
+   weight for it), SiLU(gate) * up, then the down projection with the expert axis on the input;
+4. each expert's output is multiplied by its token's weight (zero for experts the token did not select) and the
+   experts summed.
+
+Decode and prefill share the sequence; decode's 32 user rows are one group. Every tensor is interleaved in DRAM:
+the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tt_models.backend import ttnn
+from tt_models.model_args import ModelArgs, UnsupportedModelError
+from tt_models.parallel import TPPlan
+from tt_models.precision import LayerPrecision
+from tt_models.weights import WeightStore, expert_names
+
+TILE = 32
+# Added to the logits of experts a token did not select before the renormalizing softmax: exp of it is 0.
+_EXCLUDED = -1e30
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, min(n, at_most) + 1) if n % d == 0)
+
+
+def sparse_program(ttnn_: Any, k: int, n: int, grid: tuple[int, int], fp32_acc: bool) -> Any:
+    """The 1-D multicast (mcast_in0) program config sparse_matmul takes for one 32-row block [32, k] x [k, n]: the
+    output's n tiles split over the grid's cores (every output block needs a core of its own), the input's k tiles
+    streamed in blocks of up to 8, output subblocks as wide as the destination registers allow."""
+    kt, nt = k // TILE, -(-n // TILE)
+    gx, gy = grid
+    per_core_n = -(-nt // (gx * gy))
+    return ttnn_.MatmulMultiCoreReuseMultiCast1DProgramConfig(
+        compute_with_storage_grid_size=ttnn_.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 8),
+        out_subblock_h=1, out_subblock_w=_largest_divisor(per_core_n, 4 if fp32_acc else 8), out_block_h=1,
+        out_block_w=per_core_n, per_core_M=1, per_core_N=per_core_n, fuse_batch=False, fused_activation=None,
+        mcast_in0=True)
+
+
+class MoE:
+    def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
+                 device: Any, plan: TPPlan | None = None) -> None:
+        if plan is not None and plan.devices > 1:
+            raise UnsupportedModelError(f"mixture-of-experts ({args.family}) on a {plan.devices}-chip mesh: expert "
+                                        f"parallelism is not implemented yet; serve it on one chip")
+        p = f"layers.{layer}.feed_forward."
+        self.prec, self.k, self.norm_topk = prec, args.experts_per_tok, args.norm_topk_prob
+        self.n_experts, self.dim, self.hidden = args.n_experts, args.dim, args.moe_hidden_dim
+        # The router stays bf16 in every profile (as tt-metal's MoE routers): its output is computed in fp32.
+        self.router = weights.linear([p + "gate.weight"], ttnn.bfloat16, p + "gate")
+        self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1")
+        self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3")
+        self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2")
+        grid = device.compute_with_storage_grid_size()
+        grid = (grid.x, grid.y)
+        acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
+        self.up_program = sparse_program(ttnn, self.dim, self.hidden, grid, acc["LI_FF1_FF3"])
+        self.down_program = sparse_program(ttnn, self.hidden, self.dim, grid, acc["LI_FF2"])
+        self.router_kernel = ttnn.WormholeComputeKernelConfig(
+            math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=True,
+            packer_l1_acc=True)
+
+    def _weights(self, x: Any, rows: int) -> Any:
+        """[1, 1, rows, experts] fp32: each token's weight for each expert, zero where it did not select it."""
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        logits = ttnn.linear(x, self.router, dtype=ttnn.float32, memory_config=dram,
+                             compute_kernel_config=self.router_kernel)
+        values, indices = ttnn.topk(logits, k=self.k, dim=-1, memory_config=dram)
+        ttnn.deallocate(indices)
+        kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
+        if kth is not values:  # (k = 1: the slice is the whole tensor, handed back as it is)
+            ttnn.deallocate(values)
+        selected = ttnn.ge(logits, kth, memory_config=dram)  # 1.0 where the expert is among the token's top k
+        ttnn.deallocate(kth)
+        if self.norm_topk:
+            excluded = ttnn.mul(ttnn.sub(selected, 1.0, memory_config=dram), -_EXCLUDED, memory_config=dram)
+            masked = ttnn.add(logits, excluded, memory_config=dram)
+            for t in (excluded, selected, logits):
+                ttnn.deallocate(t)
+            weights = ttnn.softmax(masked, dim=-1, numeric_stable=True, memory_config=dram,
+                                   compute_kernel_config=self.router_kernel)
+            ttnn.deallocate(masked)
+            return weights
+        probs = ttnn.softmax(logits, dim=-1, numeric_stable=True, memory_config=dram,
+                             compute_kernel_config=self.router_kernel)
+        weights = ttnn.mul(probs, selected, memory_config=dram)
+        for t in (probs, selected, logits):
+            ttnn.deallocate(t)
+        return weights
+
+    def forward(self, x: Any) -> Any:
+        """x: [1, 1, rows, dim] interleaved (rows a multiple of 32) -> [1, 1, rows, dim] in DRAM."""
+        rows, dim, experts = x.shape[-2], self.dim, self.n_experts
+        groups = rows // TILE
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        prec, kern = self.prec, self.prec.kernels
+        weights = self._weights(x, rows)
+        grouped_w = ttnn.reshape(weights, (1, groups, TILE, experts))
+        # One sparsity entry per (group, expert): non-zero when some token of the group selected the expert.
+        hit = ttnn.sum(grouped_w, dim=2, keepdim=True, memory_config=dram)
+        hit_bf16 = ttnn.typecast(hit, ttnn.bfloat16, memory_config=dram)
+        ttnn.deallocate(hit)
+        sparsity = ttnn.to_layout(hit_bf16, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
+        ttnn.deallocate(hit_bf16)
+
+        xg = ttnn.reshape(x, (1, groups, TILE, dim))
+        gate = ttnn.sparse_matmul(xg, self.w1, sparsity=sparsity, program_config=self.up_program,
+                                  memory_config=dram, dtype=prec.residual, compute_kernel_config=kern["LI_FF1_FF3"])
+        up = ttnn.sparse_matmul(xg, self.w3, sparsity=sparsity, program_config=self.up_program,
+                                memory_config=dram, dtype=prec.residual, compute_kernel_config=kern["LI_FF1_FF3"])
+        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=prec.activation,
+                     memory_config=dram)
+        ttnn.deallocate(gate)
+        ttnn.deallocate(up)
+        h = ttnn.reshape(h, (groups, experts, TILE, self.hidden))
+        sparsity_a = ttnn.reshape(sparsity, (1, 1, groups, experts))
+        out = ttnn.sparse_matmul(h, self.w2, sparsity=sparsity_a, program_config=self.down_program,
+                                 is_input_a_sparse=True, is_input_b_sparse=False, memory_config=dram,
+                                 dtype=prec.residual, compute_kernel_config=kern["LI_FF2"])  # [groups, E, 32, dim]
+        ttnn.deallocate(h)
+        ttnn.deallocate(sparsity)
+        # Each (group, expert) block's rows times their tokens' weights for that expert: [groups, E, 32, 1].
+        per_expert = ttnn.transpose(grouped_w, -2, -1, memory_config=dram)
+        ttnn.deallocate(weights)
+        scale = ttnn.reshape(per_expert, (groups, experts, TILE, 1))
+        weighted = ttnn.mul(out, scale, dtype=prec.residual, memory_config=dram)
+        ttnn.deallocate(out)
+        ttnn.deallocate(scale)
+        summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
+        ttnn.deallocate(weighted)
+        return ttnn.reshape(summed, (1, 1, rows, dim))
+
+    def decode(self, x: Any) -> Any:
+        """x: the width-sharded normed residual of the decode rows."""
+        xi = ttnn.to_memory_config(x, ttnn.DRAM_MEMORY_CONFIG)
+        out = self.forward(xi)
+        if xi is not x:
+            ttnn.deallocate(xi)
+        return out
+
+    def prefill(self, x: Any) -> Any:
+        return self.forward(x)
