@@ -1,0 +1,69 @@
+"""A mixture-of-experts model through vLLM's LLM: the tiny Qwen3-MoE (8 experts, 2 per token, a dense layer among
+the MoE ones) with chunked prefill (64-token budget: the long prompt in five chunks), prefix caching and sampling on
+the device. Greedy tokens are HF's; a prefix-cache hit gives the same tokens; sampled tokens are drawn on the device,
+each among HF's top-k at its position, and a seeded request repeats."""
+
+import os
+
+import pytest
+import torch
+from vllm import LLM, SamplingParams
+
+from tests.models.tiny import load_hf, make_tiny_model
+from tests.vllm.conftest import check_against_hf, shutdown
+
+BLOCK, BUDGET, STEPS = 32, 64, 24
+_g = torch.Generator().manual_seed(4)
+PROMPTS = [torch.randint(2, 512, (n,), generator=_g).tolist() for n in (290, 70, 20)]
+GREEDY = SamplingParams(temperature=0, max_tokens=STEPS, ignore_eos=True)
+
+
+def _runner(engine, attr):
+    return engine.collective_rpc(lambda worker: getattr(worker.model_runner, attr))[0]
+
+
+@pytest.fixture(scope="module")
+def moe_dir(tmp_path_factory):
+    return str(make_tiny_model("qwen3_moe", tmp_path_factory.mktemp("moe_models")))
+
+
+@pytest.fixture(scope="module")
+def engine(moe_dir):
+    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of a lambda reading the runner
+    llm = LLM(model=moe_dir, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=512, block_size=BLOCK, seed=0,
+              max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=64,
+              additional_config={"tt": {"optimizations": "reference", "sample_on_device_mode": "decode_only"}})
+    yield llm
+    shutdown(llm)
+
+
+def test_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(engine, moe_dir):
+    hf = load_hf(moe_dir)
+    outs = engine.generate([{"prompt_token_ids": p} for p in PROMPTS], GREEDY)
+    for p, out in zip(PROMPTS, outs, strict=True):
+        assert len(out.outputs[0].token_ids) == STEPS
+        check_against_hf(hf, p, out.outputs[0].token_ids)
+    again = engine.generate([{"prompt_token_ids": PROMPTS[0]}], GREEDY)[0]
+    assert (again.num_cached_tokens or 0) >= 256, again.num_cached_tokens
+    assert list(again.outputs[0].token_ids) == list(outs[0].outputs[0].token_ids)
+
+
+def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir):
+    hf = load_hf(moe_dir)
+    params = SamplingParams(temperature=1.0, top_k=4, seed=7, max_tokens=STEPS, ignore_eos=True)
+    before = _runner(engine, "device_sampled_steps")
+    outs = engine.generate([{"prompt_token_ids": p} for p in PROMPTS[1:]], params)
+    assert _runner(engine, "device_sampled_steps") - before >= STEPS - 1
+    greedy_like = 0
+    for out in outs:
+        ids = list(out.prompt_token_ids) + list(out.outputs[0].token_ids)
+        with torch.no_grad():
+            logits = hf(torch.tensor([ids])).logits[0]
+        start = len(out.prompt_token_ids)
+        for pos, tok in enumerate(out.outputs[0].token_ids):
+            best = logits[start + pos - 1].topk(4).indices.tolist()
+            assert tok in best, (pos, tok, best)
+            greedy_like += tok == best[0]
+    assert greedy_like < 2 * STEPS  # drawn from the 4 candidates, not always the top one
+    again = engine.generate([{"prompt_token_ids": p} for p in PROMPTS[1:]], params)
+    assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in outs]
