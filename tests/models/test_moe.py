@@ -21,7 +21,16 @@ from safetensors.torch import load_file, save_file
 
 from tests.conftest import pcc
 from tests.models.test_families import BATCH, BLOCK, MAX_SEQ, NUM_BLOCKS, PCC_MIN, STEPS, build
-from tests.models.tiny import MOE_FAMILIES, check_greedy_step, hf_config, hf_last_logits, load_hf, make_tiny_model
+from tests.models.test_tensor_parallel import check_reference_and_performance, open_mesh
+from tests.models.tiny import (
+    MOE_FAMILIES,
+    check_greedy_step,
+    hf_config,
+    hf_last_logits,
+    load_hf,
+    make_tiny_model,
+    make_wide_model,
+)
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 
 logger = logging.getLogger(__name__)
@@ -125,6 +134,22 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
     assert prefill_pcc(path) >= PCC_MIN["reference"]
     assert prefill_pcc(_altered(path, tmp_path / "permuted", layer=0, permute=True)) < PCC_MIN["reference"]
     assert prefill_pcc(_altered(path, tmp_path / "top-k", layer=0, k=k - 1)) < PCC_MIN["reference"]
+
+
+@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 2))])
+def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
+    """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
+    on 1x2, one per chip on 1x8), greedy tokens equal HF's (reference, traced decode of two prompts together) and the
+    performance profile's logits PCC >= 0.99."""
+    path = make_wide_model(family, tiny_root)
+    hf = load_hf(path)
+    chips = shape[1]
+
+    def split(a, plan, kv) -> None:
+        assert plan.devices == chips and kv[0][0][0].device().get_num_devices() == chips
+
+    with open_mesh(shape) as mesh:
+        check_reference_and_performance(path, hf, mesh, f"{family} {shape}", split)
 
 
 def test_moe_layers_follow_the_config(tiny_root):

@@ -103,15 +103,18 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
 def make_wide_model(family: str, root: Path) -> Path:
     """The family's tiny model widened to 8 heads (hidden 256, MLP 512), so that 2 or 8 chips split it for tensor
     parallel; the family's KV heads are kept (MHA stays MHA: 8), so most have fewer KV heads than 8 chips."""
-    cls, base = FAMILIES[family]
+    table = FAMILIES if family in FAMILIES else MOE_FAMILIES
+    cls, base = table[family]
     kw = dict(base, hidden_size=256, intermediate_size=512, num_attention_heads=8)
+    if "num_local_experts" in base:  # Mixtral's experts are intermediate_size wide: keep them
+        kw["intermediate_size"] = base["intermediate_size"]
     if base["num_key_value_heads"] == base["num_attention_heads"]:
         kw["num_key_value_heads"] = 8
-    FAMILIES[f"{family}_wide"] = (cls, kw)
+    table[f"{family}_wide"] = (cls, kw)
     try:
         return make_tiny_model(f"{family}_wide", root)
     finally:
-        del FAMILIES[f"{family}_wide"]
+        del table[f"{family}_wide"]
 
 
 def load_hf(path: Path) -> torch.nn.Module:

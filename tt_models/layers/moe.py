@@ -14,15 +14,25 @@ with no read-back, so a traced decode step replays whatever experts the new toke
    experts summed.
 
 Decode and prefill share the sequence; decode's 32 user rows are one group. Every tensor is interleaved in DRAM:
-the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths."""
+the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths.
+
+Expert parallel over a 1xN mesh (attention tensor parallel as in tt_models/parallel.py; the MLP input is the whole
+normed activation on every chip): chip d holds experts [d * E / N, (d + 1) * E / N). Its router weight has all
+experts' columns with its own first (tt-metal's Mixtral swaps each chip's expert into column 0 the same way), so
+the top-k and softmax, which do not depend on the order, give every chip the same weights, and the chip's own are
+the first E / N columns; it runs its experts on every token and the chips' partial sums are reduce-scattered onto
+the fractured residual, as the dense MLP's row-parallel w2."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from tt_models.backend import ttnn
+from tt_models.layers.collectives import reduce_partials
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.parallel import TPPlan
+from tt_models.parallel import Shard, TPPlan
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore, expert_names
 
@@ -52,17 +62,28 @@ def sparse_program(ttnn_: Any, k: int, n: int, grid: tuple[int, int], fp32_acc: 
 class MoE:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
                  device: Any, plan: TPPlan | None = None) -> None:
-        if plan is not None and plan.devices > 1:
-            raise UnsupportedModelError(f"mixture-of-experts ({args.family}) on a {plan.devices}-chip mesh: expert "
-                                        f"parallelism is not implemented yet; serve it on one chip")
+        chips = plan.devices if plan is not None else 1
+        if plan is not None and plan.two_d:
+            raise UnsupportedModelError(f"mixture-of-experts ({args.family}) on a {plan.grid[0]}x{plan.grid[1]} mesh: "
+                                        f"expert parallelism is implemented on one line of chips (1xN) only")
+        if args.n_experts % chips:
+            raise UnsupportedModelError(f"expert parallel over {chips} chips: {args.n_experts} experts do not split "
+                                        f"evenly")
         p = f"layers.{layer}.feed_forward."
-        self.prec, self.k, self.norm_topk = prec, args.experts_per_tok, args.norm_topk_prob
+        self.plan, self.prec, self.k, self.norm_topk = plan, prec, args.experts_per_tok, args.norm_topk_prob
         self.n_experts, self.dim, self.hidden = args.n_experts, args.dim, args.moe_hidden_dim
-        # The router stays bf16 in every profile (as tt-metal's MoE routers): its output is computed in fp32.
-        self.router = weights.linear([p + "gate.weight"], ttnn.bfloat16, p + "gate")
-        self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1")
-        self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3")
-        self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2")
+        self.local = args.n_experts // chips  # experts per chip
+        # The router stays bf16 in every profile (as tt-metal's MoE routers): its output is computed in fp32. On a
+        # mesh each chip's copy has its own experts' columns first.
+        order = None
+        if chips > 1:
+            order = torch.cat([torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)])
+        self.router = weights.linear([p + "gate.weight"], ttnn.bfloat16, p + "gate",
+                                     shard=Shard(3, chips, order) if chips > 1 else None)
+        experts = Shard(1, chips) if chips > 1 else None
+        self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1", experts)
+        self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3", experts)
+        self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", experts)
         grid = device.compute_with_storage_grid_size()
         grid = (grid.x, grid.y)
         acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
@@ -73,7 +94,8 @@ class MoE:
             packer_l1_acc=True)
 
     def _weights(self, x: Any, rows: int) -> Any:
-        """[1, 1, rows, experts] fp32: each token's weight for each expert, zero where it did not select it."""
+        """[1, 1, rows, experts] fp32: each token's weight for each expert, zero where it did not select it; on a
+        mesh in the chip's router order, its own experts first."""
         dram = ttnn.DRAM_MEMORY_CONFIG
         logits = ttnn.linear(x, self.router, dtype=ttnn.float32, memory_config=dram,
                              compute_kernel_config=self.router_kernel)
@@ -100,13 +122,18 @@ class MoE:
             ttnn.deallocate(t)
         return weights
 
-    def forward(self, x: Any) -> Any:
-        """x: [1, 1, rows, dim] interleaved (rows a multiple of 32) -> [1, 1, rows, dim] in DRAM."""
-        rows, dim, experts = x.shape[-2], self.dim, self.n_experts
+    def forward(self, x: Any, memory_config: Any) -> Any:
+        """x: [1, 1, rows, dim] interleaved (rows a multiple of 32) -> [1, 1, rows, dim] (on a mesh: this chip's
+        columns of the sum over the chips' experts) in memory_config."""
+        rows, dim, experts = x.shape[-2], self.dim, self.local
         groups = rows // TILE
         dram = ttnn.DRAM_MEMORY_CONFIG
         prec, kern = self.prec, self.prec.kernels
         weights = self._weights(x, rows)
+        if experts < self.n_experts:  # this chip's experts: the first columns in its router order
+            every = weights
+            weights = ttnn.slice(every, [0, 0, 0, 0], [1, 1, rows, experts], memory_config=dram)
+            ttnn.deallocate(every)
         grouped_w = ttnn.reshape(weights, (1, groups, TILE, experts))
         # One sparsity entry per (group, expert): non-zero when some token of the group selected the expert.
         hit = ttnn.sum(grouped_w, dim=2, keepdim=True, memory_config=dram)
@@ -140,15 +167,18 @@ class MoE:
         ttnn.deallocate(scale)
         summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
         ttnn.deallocate(weighted)
-        return ttnn.reshape(summed, (1, 1, rows, dim))
+        out = ttnn.reshape(summed, (1, 1, rows, dim))
+        if self.plan is None or self.plan.devices == 1:
+            return out
+        return reduce_partials(out, self.plan, memory_config)
 
     def decode(self, x: Any) -> Any:
         """x: the width-sharded normed residual of the decode rows."""
         xi = ttnn.to_memory_config(x, ttnn.DRAM_MEMORY_CONFIG)
-        out = self.forward(xi)
+        out = self.forward(xi, ttnn.L1_MEMORY_CONFIG)
         if xi is not x:
             ttnn.deallocate(xi)
         return out
 
     def prefill(self, x: Any) -> Any:
-        return self.forward(x)
+        return self.forward(x, ttnn.DRAM_MEMORY_CONFIG)
