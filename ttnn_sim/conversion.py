@@ -139,9 +139,10 @@ def from_torch(
     col_tilize: bool = False,
     enable_bfloat_opt: bool = False,
 ) -> Tensor:
-    refuse_options("from_torch", spec=spec, tile=tile, col_tilize=col_tilize)
+    refuse_options("from_torch", spec=spec, col_tilize=col_tilize)
     if not isinstance(tensor, torch.Tensor):
         raise TTError("from_torch", f"expects a torch.Tensor, got {type(tensor).__name__}")
+    small_tile = _small_tile(tensor, tile, layout, device)
     dtype = dtype or default_dtype_for(tensor)
     F_BFP_TILE.require(dtype not in BLOCK_FLOAT_TYPES or layout == Layout.TILE)
     parts = mesh_mapper.map(tensor) if mesh_mapper is not None else [tensor]
@@ -149,7 +150,36 @@ def from_torch(
     host = Tensor.make(shards, dtype, layout, None)
     if device is not None and hasattr(mesh_mapper, "device_for"):
         device = mesh_mapper.device_for(device)  # a mapper onto a submesh of the mesh
-    return _place(host, device, memory_config) if device is not None else host
+    out = _place(host, device, memory_config) if device is not None else host
+    out._tile = small_tile
+    return out
+
+
+# Tile shapes other than 32x32 the simulator models, and the device ops that take tensors stored in them (ttnn_sim/
+# trace.py refuses such a tensor in any other op). tt-metal's test_nlp_concat_heads.py stores every input in 16x32
+# tiles (tests/ttnn/utils_for_testing.py select_tile); 0.81.1 accepts that and returns the op's output in 32x32 tiles
+# (probed on the mock N150). With whole 32-row tiles of rows a 16x32 tile holds the same values in the same padded
+# shape, so only the tile bookkeeping differs: buffers are sized as 32x32 tiles of the same bytes.
+SMALL_TILES = {(16, 32)}
+SMALL_TILE_OPS = frozenset({"nlp_concat_heads"})
+
+
+def _small_tile(tensor: torch.Tensor, tile: Any, layout: Layout, device: Any) -> tuple[int, int] | None:
+    """from_torch's tile=: None for the default 32x32 tiles, else the (h, w) of a modelled smaller tile."""
+    if tile is None:
+        return None
+    shape = tuple(tile.tile_shape)
+    if shape == (TILE_SIZE, TILE_SIZE):
+        return None
+    if shape not in SMALL_TILES:
+        raise TTError("from_torch", f"tile {list(shape)}: the simulator models 32x32 and 16x32 tiles only")
+    if layout != Layout.TILE or device is None:
+        raise TTError("from_torch", f"tile {list(shape)}: the simulator models it for TILE tensors placed on a "
+                                    "device only")
+    if tensor.dim() < 2 or tensor.shape[-2] % TILE_SIZE or tensor.shape[-1] % TILE_SIZE:
+        raise TTError("from_torch", f"tile {list(shape)}: the simulator models it for whole 32x32 blocks only (shape "
+                                    f"{list(tensor.shape)})")
+    return shape
 
 
 def to_torch(

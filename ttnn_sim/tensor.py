@@ -81,7 +81,7 @@ class Tensor:
     """ttnn.Tensor. Host tensors have device None; device tensors hold one buffer per chip of their mesh."""
 
     __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "_alloc",
-                 "__weakref__")
+                 "_tile", "__weakref__")
 
     def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
         """The real constructors: Tensor(other) (the same tensor), Tensor(torch_or_numpy, data_type=None,
@@ -145,6 +145,7 @@ class Tensor:
         self._memory_config = memory_config if device is not None else None
         self._deallocated = False
         self._alloc = None
+        self._tile = None  # (h, w) of a tile shape other than 32x32 (from_torch(tile=...)); None: 32x32
 
     @classmethod
     def make(
@@ -183,6 +184,12 @@ class Tensor:
     @property
     def shape(self) -> Shape:
         return self._shape
+
+    @property
+    def tile(self) -> Any:
+        from .types import Tile
+
+        return Tile(self._tile or (TILE_SIZE, TILE_SIZE))
 
     @property
     def logical_shape(self) -> Shape:

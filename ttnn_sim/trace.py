@@ -176,6 +176,21 @@ def _note_program(dev: MeshDevice, fn: Callable[..., Any], args: tuple, kwargs: 
     dev.note_program((name, _spec(args, shapes), attrs))
 
 
+def _check_tiles(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    """A tensor stored in tiles other than 32x32 (conversion.SMALL_TILES) goes only to the ops modelled for them."""
+    from .conversion import SMALL_TILE_OPS
+    from .tensor import Tensor
+
+    name = fn.__name__.lstrip("_")
+    if name in SMALL_TILE_OPS:
+        return
+    for a in (*args, *kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, Tensor) and t._tile is not None:
+                raise TTError(name, f"an input stored in {t._tile[0]}x{t._tile[1]} tiles: the simulator models tiles "
+                                    f"other than 32x32 only for {sorted(SMALL_TILE_OPS)}")
+
+
 def device_op(during_capture: DuringCapture = DuringCapture.RUN,
               kernel_replay: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make a function a traceable device op. kernel_replay: the op does all its data-dependent work inside the
@@ -186,6 +201,7 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _check_tiles(fn, args, kwargs)
             dev = _device_of(args, kwargs)
             trace = dev.capturing if dev is not None else None
             if trace is None:
