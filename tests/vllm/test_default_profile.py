@@ -8,7 +8,6 @@ import pytest
 from vllm import SamplingParams
 
 from tests.models.test_accuracy import FLOORS
-from tests.models.tiny import load_hf
 from tests.vllm.conftest import hf_agreement
 
 PROMPTS = ["The capital of France is", "Write a short poem about the ocean:",
@@ -28,10 +27,10 @@ DEFAULT = pytest.mark.parametrize("llm", ["performance"], indirect=True)
 
 
 @DEFAULT
-def test_default_profile_generations_agree_with_hf(smollm2_dir, llm):
+def test_default_profile_generations_agree_with_hf(smollm2_hf, llm):
     assert "optimizations=performance" in repr(llm)  # nothing asked for: the default profile
     outs = llm.generate(PROMPTS, SamplingParams(temperature=0, max_tokens=24, ignore_eos=True))
-    top1, top5, n = hf_agreement(load_hf(smollm2_dir), outs)
+    top1, top5, n = hf_agreement(smollm2_hf, outs)
     assert n == 96
     floor1, floor5 = FLOORS["performance"]
     assert top1 >= floor1 and top5 >= floor5, (top1, top5, n)

@@ -174,7 +174,7 @@ def _ks_pvalue(u) -> float:
 
 
 @REFERENCE_ONLY
-def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
+def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_hf):
     """Requests with different temperature / top-k / top-p share decode batches and are drawn on the device. Every
     token they get is scored against the distribution its own parameters define over HF's logits for its prefix
     (teacher forcing; the reference profile matches HF): it must lie in that distribution's support (top-k and top-p
@@ -183,8 +183,6 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
     request's temperature fails here."""
     import torch
 
-    from tests.models.tiny import load_hf
-
     cold, hot = dict(temperature=0.6, top_k=8), dict(temperature=1.4, top_k=32, top_p=0.85)
     params = [SamplingParams(**p, seed=100 + i, max_tokens=40, ignore_eos=True) for i, p in enumerate([cold, hot] * 4)]
     prompts = [PROMPTS[i // 2] for i in range(8)]
@@ -192,7 +190,7 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
     outs = dev.generate(prompts, params)
     assert _runner(dev, "device_sampled_steps") - before >= 2 * 39  # two batches of four, decoded on the device
 
-    hf = load_hf(smollm2_dir)
+    hf = smollm2_hf
     rng = torch.Generator().manual_seed(0)
     pit = {"cold": [], "hot": [], "cold_as_hot": []}
     for out, p in zip(outs, params, strict=True):
@@ -218,13 +216,11 @@ def test_device_draws_follow_each_requests_own_distribution(dev, smollm2_dir):
 
 
 @REFERENCE_ONLY
-def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev, smollm2_dir):
+def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev, smollm2_dir, smollm2_hf):
     """A temperature / top-p request without top_k (what OpenAI clients send) is host-only by default: the device
     sees 32 candidates, the request asks for the whole vocabulary. With tt.unset_top_k_on_device it is drawn on the
     device, and every token it gets is one of HF's 32 best at its position."""
     import torch
-
-    from tests.models.tiny import load_hf
 
     params = SamplingParams(temperature=1.0, top_p=0.98, seed=5, max_tokens=24, ignore_eos=True)
     before = _runner(dev, "device_sampled_steps")
@@ -241,7 +237,7 @@ def test_unset_top_k_drawn_on_device_from_the_32_best_when_the_operator_asks(dev
         assert _runner(engine, "device_sampled_steps") - before >= 23
     finally:
         shutdown(engine)
-    hf = load_hf(smollm2_dir)
+    hf = smollm2_hf
     outside_top8 = 0
     for out in outs:
         ids = list(out.prompt_token_ids) + list(out.outputs[0].token_ids)
