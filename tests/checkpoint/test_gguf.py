@@ -28,7 +28,8 @@ def converted(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference(converted):
     src = converted[0]
-    return AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32).eval()
+    with gguf_mod._one_reader_per_file():  # gguf-py's reader, parsed once for the config and the weights
+        return AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32).eval()
 
 
 @needs_gguf

@@ -100,7 +100,7 @@ def test_a_users_gguf_file_is_served_token_exact_with_hf(tmp_path, monkeypatch):
     from vllm import LLM, SamplingParams
 
     from tests.vllm.conftest import check_against_hf, shutdown, tt_options
-    from tt_models.checkpoint.gguf import default_gguf_path
+    from tt_models.checkpoint.gguf import _one_reader_per_file, default_gguf_path
 
     monkeypatch.setenv("TT_VLLM_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "models" / "my-smollm2.Q4_1.gguf"
@@ -114,8 +114,9 @@ def test_a_users_gguf_file_is_served_token_exact_with_hf(tmp_path, monkeypatch):
         outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=8))
     finally:
         shutdown(engine)
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    with _one_reader_per_file():  # gguf-py's reader of the file, parsed once for the tokenizer, config and weights
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     with torch.no_grad():  # transformers refuses .to() on a GGUF-loaded model: round each weight in place
         for w in hf.parameters():
             w.copy_(w.to(torch.bfloat16))
