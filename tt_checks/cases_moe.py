@@ -16,9 +16,9 @@ from tt_checks.corpus_cases import T, call, coord, obj
 
 
 def pc1d(k_tiles: int, n_tiles: int, cores: int = 4, in0_block_w: int = 1, sub_w: int = 1, per_core_m: int = 1,
-         mcast_in0: bool = True, per_core_n: int | None = None) -> dict:
-    n = per_core_n if per_core_n is not None else -(-n_tiles // cores)
-    return obj("MatmulMultiCoreReuseMultiCast1DProgramConfig", compute_with_storage_grid_size=coord(cores, 1),
+         mcast_in0: bool = True, per_core_n: int | None = None, rows: int = 1) -> dict:
+    n = per_core_n if per_core_n is not None else -(-n_tiles // (cores * rows))
+    return obj("MatmulMultiCoreReuseMultiCast1DProgramConfig", compute_with_storage_grid_size=coord(cores, rows),
                in0_block_w=in0_block_w, out_subblock_h=1, out_subblock_w=sub_w, out_block_h=per_core_m,
                out_block_w=n, per_core_M=per_core_m, per_core_N=n, fuse_batch=False, fused_activation=None,
                mcast_in0=mcast_in0)
@@ -71,6 +71,11 @@ def sparse_matmul() -> Iterator[tuple[str, dict]]:
                                                 b=T([1, e, h, 3 * 4 * 32]))
     yield "sparse-matmul/out-block-w-not-multiple", dense_a(program_config=pc1d(h // 32, 12, sub_w=2, per_core_n=3),
                                                             b=T([1, e, h, 12 * 32]))
+    # the output blocks must fill whole rows of the grid (or part of one)
+    for blocks in (6, 12, 16):
+        yield f"sparse-matmul/{blocks}-blocks-on-8x2", dense_a(b=T([1, e, h, blocks * 32]),
+                                                               program_config=pc1d(h // 32, blocks, cores=8, rows=2,
+                                                                                   per_core_n=1))
     yield "sparse-matmul/one-core", dense_a(program_config=pc1d(h // 32, i // 32, cores=1))
     yield "sparse-matmul/grid-9", dense_a(program_config=pc1d(h // 32, i // 32, cores=9))
     yield "sparse-matmul/2d-config", dense_a(program_config=obj(

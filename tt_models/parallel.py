@@ -216,9 +216,14 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
         return -(-k // TILE) * -(-n // TILE)
 
     total = 0
-    for p in precisions:
+    for i, p in enumerate(precisions):
         qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
         total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, dim) * tile_bytes(p.wo)
+        if args.is_moe(i):  # this chip's experts and the whole router (tt_models/layers/moe.py)
+            hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
+            total += experts * tiles(args.dim, hid) * (2 * tile_bytes(p.ff1_ff3) + tile_bytes(p.ff2))
+            total += tiles(args.dim, args.n_experts) * 2048  # bf16 tiles
+            continue
         total += 2 * tiles(dim, local.hidden_dim) * tile_bytes(p.ff1_ff3)
         total += tiles(local.hidden_dim, dim) * tile_bytes(p.ff2)
     total += tiles(dim, local.vocab_size) * tile_bytes(head_dtype)
@@ -275,11 +280,21 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             out += rows(plan.dim // TILE, TILE * norm_bytes)
         return out
 
+    def interleaved(count: int, tile: int) -> int:  # an interleaved TILE tensor of `count` tiles
+        return align(-(-count // banks) * tile)
+
     total = 0
     qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
-    for p in precisions:
+    for i, p in enumerate(precisions):
         total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, dim, p.wo)
-        total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, dim, p.ff2)
+        if args.is_moe(i):  # this chip's experts [1, E / N, k, n] and the router [dim, E] (bf16), interleaved
+            hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
+            per_expert = _tiles(args.dim) * _tiles(hid)
+            total += 2 * interleaved(experts * per_expert, tile_bytes(p.ff1_ff3))
+            total += interleaved(experts * per_expert, tile_bytes(p.ff2))
+            total += interleaved(_tiles(args.dim) * _tiles(args.n_experts), 2048)
+        else:
+            total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, dim, p.ff2)
         total += 2 * residual_norm()
         if args.sandwich_norms:
             total += 2 * residual_norm(keep_columns=True)

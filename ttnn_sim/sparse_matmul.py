@@ -55,6 +55,11 @@ SUBBLOCKS = R("sparse_matmul: out_block_w ({}) must be divisible by out_subblock
               "sparse-matmul/subblock-w-3", source=_FACTORY)
 BLOCKS = R("Number of blocks exceeds number of cores available: {} blocks > {} cores", "sparse-matmul/m-64",
            "sparse-matmul/n-256-per-core-1", "sparse-matmul/m-64-per-core-2", source=_FACTORY)
+# The output blocks go to the grid's cores row by row and in0 is multicast to their bounding box: a last row left
+# part-empty would leave receivers without work (a hang), so the blocks must fill whole rows of the grid (or one).
+RECTANGLE = R("num_cores_with_work ({}) must be equal to in0_mcast_receiver_num_cores ({}), please adjust the core "
+              "grid to make it rectangular.", "sparse-matmul/12-blocks-on-8x2", "sparse-matmul/16-blocks-on-8x2",
+              source=_FACTORY)
 
 
 def _tiles(n: int) -> int:
@@ -121,13 +126,15 @@ def sparse_matmul(
 
     pc = program_config
     PC_KIND.require(isinstance(pc, MatmulMultiCoreReuseMultiCast1DProgramConfig))
-    MCAST_IN0.require(bool(pc.mcast_in0))
     mt, kt, nt = _tiles(a_shape[-2]), _tiles(a_shape[-1]), _tiles(b_shape[-1])
     KT_BLOCKS.require(kt % pc.in0_block_w == 0, kt, pc.in0_block_w)
-    SUBBLOCKS.require(pc.out_block_w % pc.out_subblock_w == 0, pc.out_block_w, pc.out_subblock_w)
     grid = pc.compute_with_storage_grid_size
     blocks = -(-mt // pc.per_core_M) * -(-nt // pc.per_core_N)
     BLOCKS.require(blocks <= grid.x * grid.y, blocks, grid.x * grid.y)
+    MCAST_IN0.require(bool(pc.mcast_in0))
+    receivers = blocks if blocks <= grid.x else -(-blocks // grid.x) * grid.x
+    RECTANGLE.require(blocks == receivers, blocks, receivers)
+    SUBBLOCKS.require(pc.out_block_w % pc.out_subblock_w == 0, pc.out_block_w, pc.out_subblock_w)
     mc = memory_config or DRAM_MEMORY_CONFIG
     if mc.is_sharded():
         raise TTError("sparse_matmul", "the simulator models interleaved outputs only")

@@ -3,10 +3,12 @@ prefill logits, then 32 traced greedy decode steps (routing chosen on the device
 recaptured), the KV blocks scattered over the cache.
 
 Reference profile (fp32 activations): PCC >= 0.999 at every step and HF's greedy tokens (token near-ties excused as
-in test_families). Other profiles: PCC >= 0.99, except at a step where HF's own router is at a near-tie for the
-position (in some layer, its k-th and (k+1)-th expert logits closer than ROUTER_NEAR_TIE for the profile): there
-the profile's rounding may pick the other expert, which replaces a whole expert MLP in that token's sum; such steps
-are logged, and at most MAX_ROUTER_TIES of 33 may be excused.
+in test_families). Other profiles: PCC >= 0.99 at every step until one whose position HF's own router holds at a
+near-tie (in some layer, its k-th and (k+1)-th expert logits closer than ROUTER_NEAR_TIE for the profile): the
+profile's rounding may pick the other expert there, which replaces a whole expert MLP in that token's sum and,
+through its K/V, moves every later step. As with a greedy near-tie (tests/vllm/conftest.check_against_hf), the rest
+of the sequence is then not compared (it still decodes, traced); the tie is logged, and at least MIN_COMPARED steps
+(the prefill and 3 decode steps) must have been compared.
 
 The routing test shows the comparison catches a wrong router: the same checkpoint with one layer's router rows
 permuted (experts mislabelled) or with one expert fewer per token falls below the reference threshold."""
@@ -37,7 +39,7 @@ logger = logging.getLogger(__name__)
 # k-th vs (k+1)-th router logit. HF's router logits here are O(1): bf16 activations move them by ~0.4%, bfloat8_b
 # weights (performance) by more, as every projection before the router rounds its weights to 7-bit mantissas.
 ROUTER_NEAR_TIE = {"reference": 0.0, "accuracy": 0.02, "bf16": 0.02, "performance": 0.05}
-MAX_ROUTER_TIES = 3
+MIN_COMPARED = 4  # of the prefill and 32 decode steps
 
 
 @torch.no_grad()
@@ -47,21 +49,21 @@ def router_gap(hf, ids: list[int]) -> float:
     out = hf(torch.tensor([ids]), output_router_logits=True)
     gaps = []
     for logits in out.router_logits:
-        if logits is None:
-            continue
-        v = torch.sort(logits.reshape(len(ids), -1)[-1].float(), descending=True).values
-        gaps.append(float(v[k - 1] - v[k]))
+        if logits is not None:
+            v = torch.sort(logits.reshape(len(ids), -1)[-1].float(), descending=True).values
+            gaps.append(float(v[k - 1] - v[k]))
     return min(gaps)
 
 
-def check_step(tt_logits, ref, hf, ids, profile, where, ties) -> None:
+def compare_step(tt_logits, ref, hf, ids, profile, where) -> bool:
+    """Whether the sequence can still be compared after this step (False: an excused router near-tie)."""
     got = pcc(tt_logits, ref)
     if got >= PCC_MIN[profile]:
-        return
+        return True
     gap = router_gap(hf, ids)
     assert gap < ROUTER_NEAR_TIE[profile], f"{where}: PCC {got:.5f} (router gap {gap:.4g})"
-    logger.warning("%s: PCC %.4f at a router near-tie (gap %.3g): excused", where, got, gap)
-    ties.append(where)
+    logger.warning("%s: PCC %.4f at a router near-tie (gap %.3g): the rest is not compared", where, got, gap)
+    return False
 
 
 @pytest.mark.parametrize("profile", ["reference", "accuracy", "performance", "bf16"])
@@ -74,11 +76,11 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
     prompt = torch.randint(0, 512, (45,), generator=g).tolist()
     width = MAX_SEQ // BLOCK
     blocks = (torch.randperm(NUM_BLOCKS - 1, generator=g)[:width] + 1).to(torch.int32)
-    slot, ties = 2, []
+    slot, compared = 2, 1
 
     logits = tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks[None], kv, [len(prompt)])
     ref = hf_last_logits(hf, prompt)
-    check_step(logits[0, 0], ref, hf, prompt, profile, f"{family} prefill", ties)
+    comparing = compare_step(logits[0, 0], ref, hf, prompt, profile, f"{family} prefill")
     ids = list(prompt)
     nxt = check_greedy_step(logits[0, 0], ref, f"{family} prefill") if profile == "reference" else int(ref.argmax())
     page_table = torch.zeros(BATCH, width, dtype=torch.int32)
@@ -91,12 +93,14 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
         pos[slot] = len(ids) - 1
         out = tt.decode_forward(tokens, pos, page_table, kv, enable_trace=True)
         ref = hf_last_logits(hf, ids)
-        check_step(out[slot, 0], ref, hf, ids, profile, f"{family} decode step {step}", ties)
+        if comparing:
+            comparing = compare_step(out[slot, 0], ref, hf, ids, profile, f"{family} decode step {step}")
+            compared += comparing
         if profile == "reference":
             nxt = check_greedy_step(out[slot, 0], ref, f"{family} decode step {step}")
         else:
             nxt = int(ref.argmax())
-    assert len(ties) <= MAX_ROUTER_TIES, ties
+    assert compared >= MIN_COMPARED, f"only {compared} steps compared"
     assert tt.trace_captures == 1
 
 
@@ -136,11 +140,11 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
     assert prefill_pcc(_altered(path, tmp_path / "top-k", layer=0, k=k - 1)) < PCC_MIN["reference"]
 
 
-@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 2))])
+@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8))])
 def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
     """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
-    on 1x2, one per chip on 1x8), greedy tokens equal HF's (reference, traced decode of two prompts together) and the
-    performance profile's logits PCC >= 0.99."""
+    on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K), greedy tokens equal HF's (reference, traced decode
+    of two prompts together) and the performance profile's logits PCC >= 0.99."""
     path = make_wide_model(family, tiny_root)
     hf = load_hf(path)
     chips = shape[1]

@@ -71,9 +71,9 @@ MOE_FAMILIES = {
                                                 num_experts=8, num_experts_per_tok=3, norm_topk_prob=False,
                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                                 head_dim=64, tie_word_embeddings=False)),
-    # Mixtral: 2 of 4 experts (8 in Mixtral-8x7B), always renormalized, a sliding window shorter than the test's
-    # prompt + generation.
-    "mixtral": (MixtralConfig, dict(hidden_size=128, intermediate_size=96, num_local_experts=4,
+    # Mixtral: 2 of 8 experts as Mixtral-8x7B (one per chip of a T3K), always renormalized, a sliding window shorter
+    # than the test's prompt + generation.
+    "mixtral": (MixtralConfig, dict(hidden_size=128, intermediate_size=96, num_local_experts=8,
                                     num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
                                     num_key_value_heads=2, sliding_window=48, tie_word_embeddings=False)),
 }

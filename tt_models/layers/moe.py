@@ -47,13 +47,20 @@ def _largest_divisor(n: int, at_most: int) -> int:
 
 def sparse_program(ttnn_: Any, k: int, n: int, grid: tuple[int, int], fp32_acc: bool) -> Any:
     """The 1-D multicast (mcast_in0) program config sparse_matmul takes for one 32-row block [32, k] x [k, n]: the
-    output's n tiles split over the grid's cores (every output block needs a core of its own), the input's k tiles
-    streamed in blocks of up to 8, output subblocks as wide as the destination registers allow."""
+    output's n tiles in per_core_N-tile blocks, one core each, on an x-by-y rectangle of the grid (the op multicasts
+    the input to the bounding box of the cores with work and refuses a box with idle cores: the blocks must fill
+    whole rows); the fewest tiles per core that allow such a rectangle. The input's k tiles stream in blocks of up
+    to 8, output subblocks as wide as the destination registers allow."""
     kt, nt = k // TILE, -(-n // TILE)
     gx, gy = grid
-    per_core_n = -(-nt // (gx * gy))
+    for per_core_n in range(1, nt + 1):
+        blocks = -(-nt // per_core_n)
+        widths = [x for x in range(min(blocks, gx), 0, -1) if blocks % x == 0 and blocks // x <= gy]
+        if widths:
+            x, y = widths[0], blocks // widths[0]
+            break
     return ttnn_.MatmulMultiCoreReuseMultiCast1DProgramConfig(
-        compute_with_storage_grid_size=ttnn_.CoreCoord(gx, gy), in0_block_w=_largest_divisor(kt, 8),
+        compute_with_storage_grid_size=ttnn_.CoreCoord(x, y), in0_block_w=_largest_divisor(kt, 8),
         out_subblock_h=1, out_subblock_w=_largest_divisor(per_core_n, 4 if fp32_acc else 8), out_block_h=1,
         out_block_w=per_core_n, per_core_M=1, per_core_N=per_core_n, fuse_batch=False, fused_activation=None,
         mcast_in0=True)
@@ -107,9 +114,10 @@ class MoE:
         selected = ttnn.ge(logits, kth, memory_config=dram)  # 1.0 where the expert is among the token's top k
         ttnn.deallocate(kth)
         if self.norm_topk:
-            excluded = ttnn.mul(ttnn.sub(selected, 1.0, memory_config=dram), -_EXCLUDED, memory_config=dram)
+            off = ttnn.sub(selected, 1.0, memory_config=dram)  # 0 where selected, -1 elsewhere
+            excluded = ttnn.mul(off, -_EXCLUDED, memory_config=dram)
             masked = ttnn.add(logits, excluded, memory_config=dram)
-            for t in (excluded, selected, logits):
+            for t in (off, excluded, selected, logits):
                 ttnn.deallocate(t)
             weights = ttnn.softmax(masked, dim=-1, numeric_stable=True, memory_config=dram,
                                    compute_kernel_config=self.router_kernel)
@@ -159,9 +167,8 @@ class MoE:
         ttnn.deallocate(h)
         ttnn.deallocate(sparsity)
         # Each (group, expert) block's rows times their tokens' weights for that expert: [groups, E, 32, 1].
-        per_expert = ttnn.transpose(grouped_w, -2, -1, memory_config=dram)
+        scale = ttnn.permute(grouped_w, (1, 3, 2, 0), memory_config=dram)
         ttnn.deallocate(weights)
-        scale = ttnn.reshape(per_expert, (groups, experts, TILE, 1))
         weighted = ttnn.mul(out, scale, dtype=prec.residual, memory_config=dram)
         ttnn.deallocate(out)
         ttnn.deallocate(scale)
