@@ -88,6 +88,11 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
                else f"over {plan.devices} chips")
         out.append(f"tensor parallel {how}: per chip {plan.n_heads} heads, {plan.n_kv_heads} KV heads, MLP "
                    f"{plan.hidden_dim}, vocabulary {plan.vocab}, residual {plan.dim} columns")
+    if a.n_experts:
+        moe = sum(a.is_moe(i) for i in range(a.n_layers))
+        out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {a.n_experts} experts of {a.moe_hidden_dim} "
+                   f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
+                   + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
     if a.mlp_padded_from:
         out.append(f"MLP size padded {a.mlp_padded_from} -> {a.hidden_dim} with zero units: whole tiles on every chip")
     precisions = {(_dtype(p.wqkv), _dtype(p.wo), _dtype(p.ff1_ff3), _dtype(p.ff2), _dtype(p.kv_cache))

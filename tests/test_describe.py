@@ -48,3 +48,15 @@ def test_describe_gives_gemmas_kv_per_user_with_and_without_the_hybrid_cache(cap
     assert mib[1][0] == round((128 + 6 * 10) * 4 * 64 * 544 / (1 << 20))
     users = [[int(u) for u in re.findall(r"(\d+) users", line)] for line in (whole, hybrid)]
     assert all(h > 4 * w for w, h in zip(users[0], users[1], strict=True)), users
+
+
+def test_describe_splits_qwen3_moes_experts_over_a_t3k(capsys):
+    # Qwen3-30B-A3B: 128 experts of 768 units, 8 per token; 16 experts per chip of a T3K. Its KV: 4 KV heads of 128
+    # split over 8 chips (one per chip, replicated: 4 < 8), bfloat8_b: 2 x 128 x 1.0625 = 272 B per token per layer.
+    assert main(["Qwen3-30B-A3B", "--device", "T3K", "--layers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "mixture of experts in 2 of 2 layers: 128 experts of 768 units, 8 per token; 16 experts per chip" in out
+    whole = next(s for s in out.splitlines() if s.strip().startswith("whole context:"))
+    assert int(re.search(r"8k (\d[\d,]*) MiB", whole).group(1)) == round(2 * 8192 * 272 / (1 << 20))
+    assert main(["Qwen3-30B-A3B", "--device", "N150"]) == 1
+    assert "cannot run on N150: the model does not fit" in capsys.readouterr().out
