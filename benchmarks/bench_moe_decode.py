@@ -1,0 +1,117 @@
+"""Mixture-of-experts decode on the simulator. Prints JSON (and writes it with --out).
+
+A random Qwen3-MoE of Qwen3-30B-A3B's structure at a CPU-sized width (default: hidden 512, 4 layers, 8 heads / 2 KV
+heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once to a temp folder:
+
+- `vs_hf`: traced decode tokens/s at batch 32 on one simulated chip, per profile, against HF eager `generate` at
+  batch 32 in fp32 and bf16 on the same CPU; `ratio_b32_sim_over_best_hf` uses the faster HF dtype.
+- `ep`: seconds per traced decode step at batch 32 on 1x1 and with the experts split over a 1x8 mesh (expert
+  parallel, attention tensor parallel), and their ratio: what simulating the mesh costs the host, one chip after
+  the other plus the collectives, not what the mesh gains on hardware (each chip runs 1/8 of the experts there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from bench_mesh_decode import Mesh, decode_inputs  # a sibling: scripts run with benchmarks/ first on sys.path
+
+os.environ.setdefault("TT_BACKEND", "sim")
+
+from transformers import AutoModelForCausalLM, Qwen3MoeConfig  # noqa: E402
+
+from generator_vllm import TTQwen3MoeForCausalLM  # noqa: E402
+
+MAX_SEQ = 512
+
+
+def make_model(root: Path, a: argparse.Namespace) -> Path:
+    cfg = Qwen3MoeConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=3 * a.hidden,
+                         moe_intermediate_size=a.expert_units, num_experts=a.experts, num_experts_per_tok=a.top_k,
+                         norm_topk_prob=True, num_hidden_layers=a.layers, num_attention_heads=8,
+                         num_key_value_heads=2, head_dim=64, max_position_embeddings=2048, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
+    return root
+
+
+def sim_step_s(path: Path, shape: tuple[int, int], profile: str, batch: int, context: int, steps: int) -> float:
+    """Seconds per traced decode step of `batch` users at `context` on a mesh of `shape`."""
+    with Mesh(shape) as mesh:
+        tt = TTQwen3MoeForCausalLM.initialize_vllm_model(Qwen3MoeConfig.from_pretrained(path), mesh,
+                                                         max_batch_size=batch, max_seq_len=MAX_SEQ,
+                                                         optimizations=profile, model_path=path)
+        tokens, pos, table, kv = decode_inputs(tt, batch, context)
+        tt.decode_forward(tokens, pos, table, kv)  # compile + capture
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            pos += 1
+            tt.decode_forward(tokens, pos, table, kv)
+        took = (time.perf_counter() - t0) / steps
+        tt.release()
+        return took
+
+
+@torch.no_grad()
+def hf_tps(path: Path, dtype: torch.dtype, batch: int, context: int, steps: int) -> float:
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
+    ids = torch.randint(0, model.config.vocab_size, (batch, context), generator=torch.Generator().manual_seed(0))
+    model.generate(ids, max_new_tokens=2, min_new_tokens=2, do_sample=False)  # warm up
+    t0 = time.perf_counter()
+    model.generate(ids, max_new_tokens=steps + 1, min_new_tokens=steps + 1, do_sample=False)
+    t1 = time.perf_counter()
+    model.generate(ids, max_new_tokens=1, min_new_tokens=1, do_sample=False)  # the prefill alone
+    prefill = time.perf_counter() - t1
+    return batch * steps / max(t1 - t0 - prefill, 1e-9)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("part", nargs="?", choices=("vs_hf", "ep", "all"), default="all")
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--experts", type=int, default=32)
+    p.add_argument("--top-k", type=int, default=8)
+    p.add_argument("--expert-units", type=int, default=256)
+    p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--context", type=int, default=128)
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--profiles", default="bf16,performance")
+    p.add_argument("--out", help="also write the JSON here")
+    a = p.parse_args()
+    out: dict[str, Any] = {
+        "model": f"qwen3_moe hidden {a.hidden}, {a.layers} layers, {a.experts} experts x {a.expert_units} units, "
+                 f"top {a.top_k}, vocab {a.vocab}",
+        "batch": a.batch, "context": a.context, "steps": a.steps, "torch_threads": torch.get_num_threads()}
+    with tempfile.TemporaryDirectory(prefix="bench_moe_") as tmp:
+        path = make_model(Path(tmp), a)
+        if a.part in ("vs_hf", "all"):
+            hf = {name: hf_tps(path, dtype, a.batch, a.context, a.steps)
+                  for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+            out.update({f"hf_{k}_tok_s": round(v, 1) for k, v in hf.items()})
+            best = max(hf.values())
+            for profile in a.profiles.split(","):
+                tps = a.batch / sim_step_s(path, (1, 1), profile, a.batch, a.context, a.steps)
+                out[f"sim_{profile}_tok_s"] = round(tps, 1)
+                out[f"ratio_b32_sim_{profile}_over_best_hf"] = round(tps / best, 3)
+        if a.part in ("ep", "all"):
+            one = sim_step_s(path, (1, 1), "performance", a.batch, a.context, a.steps)
+            eight = sim_step_s(path, (1, 8), "performance", a.batch, a.context, a.steps)
+            out.update({"ep_decode_step_ms_1x1": round(1000 * one, 2), "ep_decode_step_ms_1x8": round(1000 * eight, 2),
+                        "ep_ratio_1x8_over_1x1": round(eight / one, 3)})
+    text = json.dumps(out)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
