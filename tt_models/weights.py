@@ -95,9 +95,33 @@ class WeightStore:
 
     def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
         """One [out, in] weight per expert, stacked and transposed as [1, experts, in, out] tiles (what
-        sparse_matmul multiplies each expert's tokens with); `shard` (on dim 1): each chip its own experts."""
-        return self._as_tensor(cache_name, lambda: torch.stack([self.sd[n].t() for n in names])[None].contiguous(),
-                               dtype, ttnn.TILE_LAYOUT, shard=shard)
+        sparse_matmul multiplies each expert's tokens with); `shard`: each chip its own block of experts (1-D: on
+        dim 1; 2-D, mesh_dims (0, 1): chip (r, c) the (r * C + c)-th block, the stack laid as [R, E / R, in, out])."""
+        def make() -> torch.Tensor:
+            w = torch.stack([self.sd[n].t() for n in names])
+            if shard is not None and shard.mesh_dims is not None:
+                return w.reshape(shard.mesh_shape[0], -1, *w.shape[1:]).contiguous()
+            return w[None].contiguous()
+
+        return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, shard=shard)
+
+    def router(self, name: str, dtype: Any, cache_name: str, orders: list[torch.Tensor],
+               grid: tuple[int, int] | None = None) -> Any:
+        """A router [E, in] as [1, 1, in, E] tiles, each chip's copy with its columns in that chip's order
+        (orders[d]: chip d's, row-major over a 2-D `grid`)."""
+        if len(orders) == 1:
+            return self.linear([name], dtype, cache_name)
+        if grid is None:
+            return self.linear([name], dtype, cache_name, shard=Shard(3, len(orders), torch.cat(orders)))
+        rows, cols = grid
+
+        def make() -> torch.Tensor:
+            w = self.sd[name]
+            return torch.stack([torch.cat([w[orders[r * cols + c]].t() for c in range(cols)], dim=1)
+                                for r in range(rows)])[:, None].contiguous()
+
+        return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT,
+                               shard=Shard(None, len(orders), None, (0, 3), grid))
 
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         def make() -> torch.Tensor:
@@ -153,8 +177,13 @@ class ShapeOnlyWeights(WeightStore):
 
     def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
         out, k = self.shapes[names[0]]
-        return self._empty((1, len(names) // (shard.parts(1) if shard is not None else 1), k, out), dtype,
+        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), k, out), dtype,
                            ttnn.TILE_LAYOUT)
+
+    def router(self, name: str, dtype: Any, cache_name: str, orders: list[torch.Tensor],
+               grid: tuple[int, int] | None = None) -> Any:
+        experts, k = self.shapes[name]
+        return self._empty((1, 1, k, experts), dtype, ttnn.TILE_LAYOUT)
 
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         out = self._out(sum(self.shapes[n][0] for n in names), shard)

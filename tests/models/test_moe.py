@@ -140,14 +140,15 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
     assert prefill_pcc(_altered(path, tmp_path / "top-k", layer=0, k=k - 1)) < PCC_MIN["reference"]
 
 
-@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8))])
+@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)),
+                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4))])
 def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
     """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
     on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K), greedy tokens equal HF's (reference, traced decode
     of two prompts together) and the performance profile's logits PCC >= 0.99."""
     path = make_wide_model(family, tiny_root)
     hf = load_hf(path)
-    chips = shape[1]
+    chips = shape[0] * shape[1]
 
     def split(a, plan, kv) -> None:
         assert plan.devices == chips and kv[0][0][0].device().get_num_devices() == chips

@@ -78,6 +78,21 @@ def reduce_partials(x: Any, plan: TPPlan, memory_config: Any) -> Any:
     return out
 
 
+def reduce_experts(x: Any, plan: TPPlan, memory_config: Any) -> Any:
+    """Expert parallel: [1, 1, rows, dim] partial sums on every chip (each its experts' share) -> this chip's columns
+    of their sum over all chips, the fractured residual: reduce-scattered along the residual's axis, and on a 2-D mesh
+    then all-reduced down the rows (each row's chips hold other experts)."""
+    if plan.devices == 1:
+        return x
+    if not plan.two_d:
+        return reduce_partials(x, plan, memory_config)
+    x = _interleaved(x)
+    part = ttnn.reduce_scatter(x, 3, cluster_axis=1, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                               topology=getattr(ttnn.Topology, TOPOLOGY))
+    ttnn.deallocate(x)
+    return _all_reduce(part, 0, memory_config)
+
+
 def reduce_inputs(x: Any, plan: TPPlan, memory_config: Any) -> Any:
     """2-D: a product of this chip's residual columns, a partial sum over its row -> the row's sum on each of its
     chips, in memory_config. Elsewhere the input itself (those products are whole)."""

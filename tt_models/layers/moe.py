@@ -21,7 +21,10 @@ normed activation on every chip): chip d holds experts [d * E / N, (d + 1) * E /
 experts' columns with its own first (tt-metal's Mixtral swaps each chip's expert into column 0 the same way), so
 the top-k and softmax, which do not depend on the order, give every chip the same weights, and the chip's own are
 the first E / N columns; it runs its experts on every token and the chips' partial sums are reduce-scattered onto
-the fractured residual, as the dense MLP's row-parallel w2."""
+the fractured residual, as the dense MLP's row-parallel w2. On an R x C mesh (the Galaxy split) the experts spread
+over all R * C chips (chip (r, c) the (r * C + c)-th block), the MLP input is first gathered along the row (each chip
+holds its row's share of the columns), and the partial sums are reduce-scattered along the row, then all-reduced
+down the columns (collectives.reduce_experts)."""
 
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from typing import Any
 import torch
 
 from tt_models.backend import ttnn
-from tt_models.layers.collectives import reduce_partials
+from tt_models.layers.collectives import gather_columns, reduce_experts
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 from tt_models.parallel import Shard, TPPlan
 from tt_models.precision import LayerPrecision
@@ -70,9 +73,6 @@ class MoE:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
                  device: Any, plan: TPPlan | None = None) -> None:
         chips = plan.devices if plan is not None else 1
-        if plan is not None and plan.two_d:
-            raise UnsupportedModelError(f"mixture-of-experts ({args.family}) on a {plan.grid[0]}x{plan.grid[1]} mesh: "
-                                        f"expert parallelism is implemented on one line of chips (1xN) only")
         if args.n_experts % chips:
             raise UnsupportedModelError(f"expert parallel over {chips} chips: {args.n_experts} experts do not split "
                                         f"evenly")
@@ -80,14 +80,14 @@ class MoE:
         self.plan, self.prec, self.k, self.norm_topk = plan, prec, args.experts_per_tok, args.norm_topk_prob
         self.n_experts, self.dim, self.hidden = args.n_experts, args.dim, args.moe_hidden_dim
         self.local = args.n_experts // chips  # experts per chip
+        grid2d = plan.grid if plan is not None and plan.two_d else None
         # The router stays bf16 in every profile (as tt-metal's MoE routers): its output is computed in fp32. On a
         # mesh each chip's copy has its own experts' columns first.
-        order = None
+        orders = [torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)]
+        self.router = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate", orders, grid2d)
+        experts = None
         if chips > 1:
-            order = torch.cat([torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)])
-        self.router = weights.linear([p + "gate.weight"], ttnn.bfloat16, p + "gate",
-                                     shard=Shard(3, chips, order) if chips > 1 else None)
-        experts = Shard(1, chips) if chips > 1 else None
+            experts = Shard(None, chips, None, (0, 1), grid2d) if grid2d else Shard(1, chips)
         self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1", experts)
         self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3", experts)
         self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", experts)
@@ -177,15 +177,30 @@ class MoE:
         out = ttnn.reshape(summed, (1, 1, rows, dim))
         if self.plan is None or self.plan.devices == 1:
             return out
-        return reduce_partials(out, self.plan, memory_config)
+        return reduce_experts(out, self.plan, memory_config)
+
+    def _whole(self, x: Any) -> Any:
+        """The normed activation with every column, interleaved in DRAM (a new tensor, or x itself): on a 2-D mesh
+        each chip holds its row's share of the columns, gathered along the row."""
+        xi = ttnn.to_memory_config(x, ttnn.DRAM_MEMORY_CONFIG)
+        if self.plan is None or not self.plan.two_d:
+            return xi
+        whole = gather_columns(xi, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        if xi is not x:
+            ttnn.deallocate(xi)
+        return whole
 
     def decode(self, x: Any) -> Any:
         """x: the width-sharded normed residual of the decode rows."""
-        xi = ttnn.to_memory_config(x, ttnn.DRAM_MEMORY_CONFIG)
+        xi = self._whole(x)
         out = self.forward(xi, ttnn.L1_MEMORY_CONFIG)
         if xi is not x:
             ttnn.deallocate(xi)
         return out
 
     def prefill(self, x: Any) -> Any:
-        return self.forward(x, ttnn.DRAM_MEMORY_CONFIG)
+        xi = self._whole(x)
+        out = self.forward(xi, ttnn.DRAM_MEMORY_CONFIG)
+        if xi is not x:
+            ttnn.deallocate(xi)
+        return out
