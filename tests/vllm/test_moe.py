@@ -9,7 +9,7 @@ import pytest
 import torch
 from vllm import LLM, SamplingParams
 
-from tests.models.tiny import load_hf, make_tiny_model
+from tests.models.tiny import load_hf, make_tiny_model, make_wide_model
 from tests.vllm.conftest import check_against_hf, shutdown
 
 BLOCK, BUDGET, STEPS = 32, 64, 24
@@ -67,3 +67,25 @@ def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir)
     assert greedy_like < 2 * STEPS  # drawn from the 4 candidates, not always the top one
     again = engine.generate([{"prompt_token_ids": p} for p in PROMPTS[1:]], params)
     assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in outs]
+
+
+def test_experts_split_over_a_t3k_give_the_single_devices_tokens(tmp_path_factory, monkeypatch):
+    """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE (8 heads, 8 experts) with one expert per chip and attention
+    tensor parallel; greedy tokens (reference profile) equal the single-device engine's."""
+    path = str(make_wide_model("qwen3_moe", tmp_path_factory.mktemp("moe_wide")))
+    params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    prompts = [{"prompt_token_ids": p[:60]} for p in PROMPTS]
+
+    def generate() -> tuple[list[list[int]], str]:
+        llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=BLOCK, seed=0,
+                  num_gpu_blocks_override=32, additional_config={"tt": {"optimizations": "reference"}})
+        try:
+            return [list(o.outputs[0].token_ids) for o in llm.generate(prompts, params)], repr(llm)
+        finally:
+            shutdown(llm)
+
+    single, _ = generate()
+    monkeypatch.setenv("MESH_DEVICE", "T3K")
+    split, inspection = generate()
+    assert "mesh=(1, 8)" in inspection, inspection
+    assert split == single
