@@ -114,11 +114,11 @@ def measure(path: Path, profile: str, ids: list[int], prefill: int = 128, users:
 
 
 def main(argv: list[str]) -> int:
-    from tests.models.tiny import FAMILIES
+    from tests.models.tiny import FAMILIES, MOE_FAMILIES
     from tt_models.config.optimizations import hardware_profiles
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join([*real_model_dirs(), *FAMILIES]))
+    p.add_argument("--models", default=",".join([*real_model_dirs(), *FAMILIES, *MOE_FAMILIES]))
     p.add_argument("--profiles", default=",".join(["reference", *hardware_profiles()]))
     p.add_argument("--prefill", type=int, default=128)
     p.add_argument("--users", type=int, default=8)
