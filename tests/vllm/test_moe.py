@@ -69,23 +69,21 @@ def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir)
     assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in outs]
 
 
-def test_experts_split_over_a_t3k_give_the_single_devices_tokens(tmp_path_factory, monkeypatch):
+def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(tmp_path_factory, monkeypatch):
     """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE (8 heads, 8 experts) with one expert per chip and attention
-    tensor parallel; greedy tokens (reference profile) equal the single-device engine's."""
+    tensor parallel; greedy tokens (reference profile) are HF's, as the single-device engine's are above (so the
+    two are equal, token for token, short of a logged near-tie)."""
     path = str(make_wide_model("qwen3_moe", tmp_path_factory.mktemp("moe_wide")))
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
-    prompts = [{"prompt_token_ids": p[:60]} for p in PROMPTS]
-
-    def generate() -> tuple[list[list[int]], str]:
-        llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=BLOCK, seed=0,
-                  num_gpu_blocks_override=32, additional_config={"tt": {"optimizations": "reference"}})
-        try:
-            return [list(o.outputs[0].token_ids) for o in llm.generate(prompts, params)], repr(llm)
-        finally:
-            shutdown(llm)
-
-    single, _ = generate()
     monkeypatch.setenv("MESH_DEVICE", "T3K")
-    split, inspection = generate()
-    assert "mesh=(1, 8)" in inspection, inspection
-    assert split == single
+    llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=BLOCK, seed=0,
+              num_gpu_blocks_override=32, additional_config={"tt": {"optimizations": "reference"}})
+    try:
+        assert "mesh=(1, 8)" in repr(llm), repr(llm)
+        outs = llm.generate([{"prompt_token_ids": p[:60]} for p in PROMPTS], params)
+    finally:
+        shutdown(llm)
+    hf = load_hf(path)
+    for p, out in zip(PROMPTS, outs, strict=True):
+        assert len(out.outputs[0].token_ids) == 12
+        check_against_hf(hf, p[:60], out.outputs[0].token_ids)
