@@ -5,6 +5,8 @@ User slots are global (0 .. max_batch_size - 1); slot s lives on replica s // pe
 its KV pages are in that replica's cache. vLLM's block ids are global too: each replica's cache has every block id,
 and a request only ever touches its own replica's copy. Decode inputs (padded to max_batch_size) are split into
 per-replica row ranges and the outputs put back in slot order; prefill rows go to the replica of their empty slot.
+A decode step launches every replica's traced step before reading any result back, so the replicas' devices run at
+once.
 """
 
 from __future__ import annotations
@@ -136,13 +138,15 @@ class DataParallel:
         if tokens.shape[0] != self.max_batch_size:
             raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got "
                              f"{tokens.shape[0]}")
+        # Every replica's step is launched before any result is read: a read waits for its replica's device, so
+        # reading replica r before launching r + 1 would run the replicas one after another.
         outs = []
         for r, replica in enumerate(self.replicas):
             lo, hi = r * self.per_replica, (r + 1) * self.per_replica
             outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[..., lo:hi, :],
-                                               self._kv(kv_cache, r), enable_trace, read_from_device,
+                                               self._kv(kv_cache, r), enable_trace, False,
                                                _split_params(sampling_params, lo, hi), **kw))
-        return _cat(outs) if read_from_device else outs
+        return self.process_decode_output_host(*self.read_decode_output(outs)) if read_from_device else outs
 
     def read_decode_output(self, tt_out: list, async_read: bool = False) -> tuple[list, bool, int]:
         reads = [r.read_decode_output(o, async_read) for r, o in zip(self.replicas, tt_out, strict=True)]

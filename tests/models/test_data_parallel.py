@@ -100,3 +100,31 @@ def test_data_parallel_refusals(mesh_1x2, tiny_root):
     with pytest.raises(ValueError, match=r"empty_slots \[8\] outside 0..7"):
         dp.prefill_forward(torch.ones(1, 8, dtype=torch.int32), torch.ones(1, WIDTH, dtype=torch.int32), kv, [8],
                            empty_slots=[8])
+
+
+def test_every_replica_is_launched_before_any_result_is_read(mesh_1x2, tiny_root, monkeypatch):
+    """A decode step enqueues each replica's traced step, then reads: were replica 0 read before replica 1 launched,
+    the host would wait for replica 0's device and the replicas would run one after another."""
+    import tt_models.model as model_mod
+
+    path = make_tiny_model("llama_gqa", tiny_root)
+    dp, kv = build(path, mesh_1x2, 2 * PER, dp=2)
+    run(dp, kv, PROMPTS[:2], [1, 6], 1, 2 * PER, True)  # prefill, and the first decode step captures the traces
+    events = []
+    launch, read = ttnn.execute_trace, model_mod.to_host
+
+    def launched(device, *args, **kwargs):
+        events.append(("launch", tuple(device.get_device_ids())))
+        return launch(device, *args, **kwargs)
+
+    def host(t, plan, device, vocab_sliced):
+        events.append(("read", tuple(device.get_device_ids())))
+        return read(t, plan, device, vocab_sliced)
+
+    monkeypatch.setattr(ttnn, "execute_trace", launched)
+    monkeypatch.setattr(model_mod, "to_host", host)
+    out = run(dp, kv, PROMPTS[:2], [1, 6], 2, 2 * PER, True)
+    decode_events = events[-4:]  # the last decode step
+    assert [e[0] for e in decode_events] == ["launch", "launch", "read", "read"], events
+    assert decode_events[0][1] != decode_events[1][1] and decode_events[2][1] == decode_events[0][1]
+    assert all(len(steps) == 3 for steps in out)
