@@ -30,6 +30,7 @@ from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import MAX_LOGPROBS, TTSamplingParams, sampling_mode
 from vllm_patches import tie_order
 from vllm_patches.async_decode import AsyncDecoder, AsyncTTModelRunnerOutput
+from vllm_patches.block_owners import BlockOwners
 from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig
 
@@ -67,6 +68,7 @@ class TTModelRunner:
         # the fewest users.
         self.replicas = tt_config.data_parallel
         self.slot_of: dict[str, int] = {}
+        self.block_owners = BlockOwners()  # data parallel: the replica holding each block's K/V
         # The request whose seed each slot's device PRNG was last seeded with (on-device sampling).
         self._seeded_slots: dict[int, str] = {}
         self.device_sampled_steps = 0  # steps whose tokens the device sampled (observability, benchmarks)
@@ -137,6 +139,8 @@ class TTModelRunner:
             elif new_blocks is not None:
                 for group, blocks in zip(state.block_ids, new_blocks, strict=True):
                     group.extend(blocks)
+                if self.replicas > 1 and req_id in self.slot_of:  # decode fills them on the request's replica
+                    self.block_owners.mark(new_blocks, self._replica(self.slot_of[req_id]))
             if req_id in batch.req_id_to_index:
                 idx = batch.req_id_to_index[req_id]
                 batch.num_computed_tokens_cpu[idx] = state.num_computed_tokens
@@ -156,6 +160,9 @@ class TTModelRunner:
         load = [sum(1 for s in taken if s // per == r) for r in range(self.replicas)]
         r = min(range(self.replicas), key=lambda i: load[i])
         return next(s for s in range(r * per, (r + 1) * per) if s not in taken)
+
+    def _replica(self, slot: int) -> int:
+        return slot // (self.max_num_seqs // self.replicas)
 
     def _slots(self) -> np.ndarray:
         return np.array([self.slot_of[r] for r in self.input_batch.req_ids], dtype=np.int64)
@@ -195,6 +202,13 @@ class TTModelRunner:
             # Prefix-cache hits cover whole blocks; a fully cached prompt still recomputes its last block.
             computed = min(self.requests[req_id].num_computed_tokens, lens[i] - 1)
             start[i] = computed // self.block_size * self.block_size
+            if self.replicas > 1:
+                # A cached prefix another replica computed is stale here: recompute it on this one.
+                replica = self._replica(self.slot_of[req_id])
+                cached = [ids[: int(start[i]) // self.block_size] for ids in blocks[i]]
+                if not self.block_owners.all_on(cached, replica):
+                    start[i] = 0
+                self.block_owners.mark([ids[: -(-lens[i] // self.block_size)] for ids in blocks[i]], replica)
         return {"tokens": tokens, "page_table": self._tables(page_table), "prompt_lens": torch.tensor(lens),
                 "start_pos": start,
                 "empty_slots": torch.from_numpy(self._slots())}
