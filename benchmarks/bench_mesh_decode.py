@@ -29,9 +29,9 @@ from bench_timing import Timed  # a sibling: scripts run with benchmarks/ first 
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
-from transformers import AutoModelForCausalLM, LlamaConfig  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig  # noqa: E402
 
-from generator_vllm import TTLlamaForCausalLM  # noqa: E402
+from generator_vllm import TT_CLASSES, TTLlamaForCausalLM  # noqa: E402
 from tt_models.backend import ttnn  # noqa: E402
 
 BLOCK = 64
@@ -76,10 +76,13 @@ def decode_inputs(tt: Any, batch: int, context: int) -> tuple[torch.Tensor, torc
 
 
 def tp_step_s(path: Path, shape: tuple[int, int], profile: str, batch: int, context: int, steps: int) -> float:
-    """Seconds per traced decode step of `batch` users at `context` on a mesh of `shape`, tensor parallel."""
+    """Seconds per traced decode step of `batch` users at `context` on a mesh of `shape`, tensor parallel (the
+    checkpoint's own generation class: MoE models split their experts over the chips)."""
+    cfg = AutoConfig.from_pretrained(path)
     with Mesh(shape) as mesh:
-        tt = TTLlamaForCausalLM.initialize_vllm_model(LlamaConfig.from_pretrained(path), mesh, max_batch_size=batch,
-                                                      max_seq_len=MAX_SEQ, optimizations=profile, model_path=path)
+        tt = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, mesh, max_batch_size=batch,
+                                                                   max_seq_len=MAX_SEQ, optimizations=profile,
+                                                                   model_path=path)
         tokens, pos, table, kv = decode_inputs(tt, batch, context)
         tt.decode_forward(tokens, pos, table, kv)  # compile + capture
         t0 = time.perf_counter()

@@ -21,15 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_mesh_decode import Mesh, decode_inputs  # a sibling: scripts run with benchmarks/ first on sys.path
+from bench_mesh_decode import tp_step_s  # a sibling: scripts run with benchmarks/ first on sys.path
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
 from transformers import AutoModelForCausalLM, Qwen3MoeConfig  # noqa: E402
-
-from generator_vllm import TTQwen3MoeForCausalLM  # noqa: E402
-
-MAX_SEQ = 512
 
 
 def make_model(root: Path, a: argparse.Namespace) -> Path:
@@ -40,23 +36,6 @@ def make_model(root: Path, a: argparse.Namespace) -> Path:
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
     return root
-
-
-def sim_step_s(path: Path, shape: tuple[int, int], profile: str, batch: int, context: int, steps: int) -> float:
-    """Seconds per traced decode step of `batch` users at `context` on a mesh of `shape`."""
-    with Mesh(shape) as mesh:
-        tt = TTQwen3MoeForCausalLM.initialize_vllm_model(Qwen3MoeConfig.from_pretrained(path), mesh,
-                                                         max_batch_size=batch, max_seq_len=MAX_SEQ,
-                                                         optimizations=profile, model_path=path)
-        tokens, pos, table, kv = decode_inputs(tt, batch, context)
-        tt.decode_forward(tokens, pos, table, kv)  # compile + capture
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            pos += 1
-            tt.decode_forward(tokens, pos, table, kv)
-        took = (time.perf_counter() - t0) / steps
-        tt.release()
-        return took
 
 
 @torch.no_grad()
@@ -99,12 +78,12 @@ def main() -> None:
             out.update({f"hf_{k}_tok_s": round(v, 1) for k, v in hf.items()})
             best = max(hf.values())
             for profile in a.profiles.split(","):
-                tps = a.batch / sim_step_s(path, (1, 1), profile, a.batch, a.context, a.steps)
+                tps = a.batch / tp_step_s(path, (1, 1), profile, a.batch, a.context, a.steps)
                 out[f"sim_{profile}_tok_s"] = round(tps, 1)
                 out[f"ratio_b32_sim_{profile}_over_best_hf"] = round(tps / best, 3)
         if a.part in ("ep", "all"):
-            one = sim_step_s(path, (1, 1), "performance", a.batch, a.context, a.steps)
-            eight = sim_step_s(path, (1, 8), "performance", a.batch, a.context, a.steps)
+            one = tp_step_s(path, (1, 1), "performance", a.batch, a.context, a.steps)
+            eight = tp_step_s(path, (1, 8), "performance", a.batch, a.context, a.steps)
             out.update({"ep_decode_step_ms_1x1": round(1000 * one, 2), "ep_decode_step_ms_1x8": round(1000 * eight, 2),
                         "ep_ratio_1x8_over_1x1": round(eight / one, 3)})
     text = json.dumps(out)

@@ -27,24 +27,22 @@ def build(path, mesh_device, profile):
     return model, kv
 
 
-@pytest.mark.parametrize("profile", ["reference", "accuracy", "performance", "bf16"])
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
-    path = make_tiny_model(family, tiny_root)
-    hf = load_hf(path)
-    tt, kv = build(path, mesh_device, profile)
+def follow_hf(tt, kv, hf, profile: str, where: str):
+    """Prefill a 45-token prompt into KV blocks scattered over the cache, then 32 traced decode steps in batch slot
+    2 (not the first row: the slot must not matter). Yields (step name, TT logits, HF logits, ids) for the prefill
+    and each step; the next token is HF's greedy pick, checked against TT's in `reference` (near-ties excused)."""
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, 512, (45,), generator=g).tolist()
     width = MAX_SEQ // BLOCK
     blocks = (torch.randperm(NUM_BLOCKS - 1, generator=g)[:width] + 1).to(torch.int32)
-    slot = 2  # not the first row: the batch slot must not matter
+    slot = 2
 
     logits = tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks[None], kv, [len(prompt)])
     ref = hf_last_logits(hf, prompt)
     assert logits.shape == (1, 1, 512) and logits.dtype == torch.float32
-    assert pcc(logits[0, 0], ref) >= PCC_MIN[profile]
+    yield f"{where} prefill", logits[0, 0], ref, prompt
     ids = list(prompt)
-    nxt = check_greedy_step(logits[0, 0], ref, f"{family} prefill") if profile == "reference" else int(ref.argmax())
+    nxt = check_greedy_step(logits[0, 0], ref, f"{where} prefill") if profile == "reference" else int(ref.argmax())
 
     page_table = torch.zeros(BATCH, width, dtype=torch.int32)
     page_table[slot] = blocks
@@ -57,9 +55,19 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
         out = tt.decode_forward(tokens, pos, page_table, kv, enable_trace=True)
         assert out.shape == (BATCH, 1, 512)
         ref = hf_last_logits(hf, ids)
-        assert pcc(out[slot, 0], ref) >= PCC_MIN[profile], f"step {step}"
+        yield f"{where} decode step {step}", out[slot, 0], ref, ids
         if profile == "reference":
-            nxt = check_greedy_step(out[slot, 0], ref, f"{family} decode step {step}")
+            nxt = check_greedy_step(out[slot, 0], ref, f"{where} decode step {step}")
         else:
             nxt = int(ref.argmax())  # follow the reference so every step compares the same history
+
+
+@pytest.mark.parametrize("profile", ["reference", "accuracy", "performance", "bf16"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
+    path = make_tiny_model(family, tiny_root)
+    hf = load_hf(path)
+    tt, kv = build(path, mesh_device, profile)
+    for where, logits, ref, _ in follow_hf(tt, kv, hf, profile, family):
+        assert pcc(logits, ref) >= PCC_MIN[profile], where
     assert tt.trace_captures == 1

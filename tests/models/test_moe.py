@@ -22,11 +22,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import pcc
-from tests.models.test_families import BATCH, BLOCK, MAX_SEQ, NUM_BLOCKS, PCC_MIN, STEPS, build
+from tests.models.test_families import BLOCK, MAX_SEQ, PCC_MIN, build, follow_hf
 from tests.models.test_tensor_parallel import check_reference_and_performance, open_mesh
 from tests.models.tiny import (
     MOE_FAMILIES,
-    check_greedy_step,
     hf_config,
     hf_last_logits,
     load_hf,
@@ -72,34 +71,11 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
     path = make_tiny_model(family, tiny_root)
     hf = load_hf(path)
     tt, kv = build(path, mesh_device, profile)
-    g = torch.Generator().manual_seed(1)
-    prompt = torch.randint(0, 512, (45,), generator=g).tolist()
-    width = MAX_SEQ // BLOCK
-    blocks = (torch.randperm(NUM_BLOCKS - 1, generator=g)[:width] + 1).to(torch.int32)
-    slot, compared = 2, 1
-
-    logits = tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks[None], kv, [len(prompt)])
-    ref = hf_last_logits(hf, prompt)
-    comparing = compare_step(logits[0, 0], ref, hf, prompt, profile, f"{family} prefill")
-    ids = list(prompt)
-    nxt = check_greedy_step(logits[0, 0], ref, f"{family} prefill") if profile == "reference" else int(ref.argmax())
-    page_table = torch.zeros(BATCH, width, dtype=torch.int32)
-    page_table[slot] = blocks
-    for step in range(STEPS):
-        ids.append(nxt)
-        tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
-        tokens[slot] = nxt
-        pos = torch.full((BATCH,), -1, dtype=torch.int32)
-        pos[slot] = len(ids) - 1
-        out = tt.decode_forward(tokens, pos, page_table, kv, enable_trace=True)
-        ref = hf_last_logits(hf, ids)
+    compared, comparing = 0, True
+    for where, logits, ref, ids in follow_hf(tt, kv, hf, profile, family):
         if comparing:
-            comparing = compare_step(out[slot, 0], ref, hf, ids, profile, f"{family} decode step {step}")
+            comparing = compare_step(logits, ref, hf, ids, profile, where)
             compared += comparing
-        if profile == "reference":
-            nxt = check_greedy_step(out[slot, 0], ref, f"{family} decode step {step}")
-        else:
-            nxt = int(ref.argmax())
     assert compared >= MIN_COMPARED, f"only {compared} steps compared"
     assert tt.trace_captures == 1
 

@@ -175,9 +175,7 @@ class MoE:
         summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
         ttnn.deallocate(weighted)
         out = ttnn.reshape(summed, (1, 1, rows, dim))
-        if self.plan is None or self.plan.devices == 1:
-            return out
-        return reduce_experts(out, self.plan, memory_config)
+        return out if self.plan is None else reduce_experts(out, self.plan, memory_config)
 
     def _whole(self, x: Any) -> Any:
         """The normed activation with every column, interleaved in DRAM (a new tensor, or x itself): on a 2-D mesh
@@ -190,17 +188,16 @@ class MoE:
             ttnn.deallocate(xi)
         return whole
 
-    def decode(self, x: Any) -> Any:
-        """x: the width-sharded normed residual of the decode rows."""
+    def _run(self, x: Any, memory_config: Any) -> Any:
         xi = self._whole(x)
-        out = self.forward(xi, ttnn.L1_MEMORY_CONFIG)
+        out = self.forward(xi, memory_config)
         if xi is not x:
             ttnn.deallocate(xi)
         return out
 
+    def decode(self, x: Any) -> Any:
+        """x: the width-sharded normed residual of the decode rows."""
+        return self._run(x, ttnn.L1_MEMORY_CONFIG)
+
     def prefill(self, x: Any) -> Any:
-        xi = self._whole(x)
-        out = self.forward(xi, ttnn.DRAM_MEMORY_CONFIG)
-        if xi is not x:
-            ttnn.deallocate(xi)
-        return out
+        return self._run(x, ttnn.DRAM_MEMORY_CONFIG)
