@@ -214,12 +214,13 @@ class TTCausalLM(Generator):
 
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
-                       sampling_params: TTSamplingParams | None = None, **_: Any) -> Any:
+                       sampling_params: TTSamplingParams | None = None, write_group: torch.Tensor | None = None,
+                       writes: int = 1, **_: Any) -> Any:
         """sampling_params None: logits back; all greedy: token ids by argmax on device; otherwise token ids drawn
         on device with each user's temperature, top-k (<= 32) and top-p (ttnn.sampling), after reseeding the users
         whose `seed` entry is set. With penalties or logprobs requested the draw is from the penalised logits and
         the result is (token ids, raw logprobs: {"logprob", "rank", "top_logprobs", "top_ids"}) (Generator's
-        "sample_full")."""
+        "sample_full"). write_group / writes: speculative decoding's verify step (Generator.decode_forward_text)."""
         mode = sampling_mode(sampling_params)
         sample = seeds = history = None
         n = tokens.shape[0]
@@ -231,7 +232,8 @@ class TTCausalLM(Generator):
             history = sampling_params.token_history or [None] * n
         return self.decode_forward_text(tokens, start_pos, page_table, kv_cache, enable_trace, read_from_device,
                                         mode, sample, seeds, history,
-                                        sampling_params.history_key if history is not None else None)
+                                        sampling_params.history_key if history is not None else None,
+                                        write_group, writes)
 
     def warmup_model_prefill(self, kv_cache: list, enable_trace: bool, sampling_params: Any = None) -> None:
         """Runs every prefill bucket once. The page table points at block 0, vLLM's reserved null block."""

@@ -162,7 +162,8 @@ class Generator:
 
     # ---------------- decode ----------------
     def _host_inputs(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
-                     sample: dict[str, torch.Tensor] | None = None) -> list[Any]:
+                     sample: dict[str, torch.Tensor] | None = None, write_group: torch.Tensor | None = None,
+                     writes: int = 1) -> list[Any]:
         """Decode inputs padded to whole tiles of users (32 rows): the device's head ops place 32 users, one per
         core, and the padded users sit at position -1, which every paged op skips. With on-device sampling, each
         user's k, p and 1/T follow (padded users: k=1), then in mode "sample_full" the penalty columns (padded
@@ -186,6 +187,11 @@ class Generator:
             ttnn.from_torch(pos.clamp(min=0).reshape(1, rows), ttnn.uint32, mesh_mapper=users_of(1)),
             *(ttnn.from_torch(t, ttnn.int32, mesh_mapper=users_of(0)) for t in table),
         ]
+        if writes > 1:  # the verify step's cache writes: group j's rows at their positions, the others -1
+            group = torch.full((rows,), -1, dtype=torch.int64)
+            group[:users] = write_group.reshape(users)
+            inputs += [ttnn.from_torch(torch.where(group == j, pos, -1), ttnn.int32, mesh_mapper=users_of(0))
+                       for j in range(writes)]
         if sample is not None:
             k = torch.ones(rows, dtype=torch.int32)
             p, temp = torch.ones(rows), torch.ones(rows)
@@ -200,10 +206,13 @@ class Generator:
                     inputs.append(ttnn.from_torch(col, ttnn.float32, layout=ttnn.TILE_LAYOUT, mesh_mapper=mapper))
         return inputs
 
-    def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str) -> Any:
+    def _decode_graph(self, inputs: list[Any], kv_cache: list, mode: str, writes: int = 1) -> Any:
         groups = self.model.n_kv_groups
-        (tokens, pos, rot_idxs), tables, sample = inputs[:3], inputs[3:3 + groups], inputs[3 + groups:]
-        logits = self.model.decode(tokens, pos, rot_idxs, tables[0] if groups == 1 else tables, kv_cache[0])
+        (tokens, pos, rot_idxs), tables = inputs[:3], inputs[3:3 + groups]
+        n = 3 + groups + (writes if writes > 1 else 0)
+        write_pos, sample = inputs[3 + groups:n] or None, inputs[n:]
+        logits = self.model.decode(tokens, pos, rot_idxs, tables[0] if groups == 1 else tables, kv_cache[0],
+                                   write_pos)
         if mode != "logits":  # argmax and sampling need the whole vocabulary (tensor parallel: gathered)
             logits = self.model.full_vocab(logits)
         if mode == "argmax":
@@ -250,7 +259,8 @@ class Generator:
                             kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
                             mode: str = "logits", sample: dict[str, torch.Tensor] | None = None,
                             seeds: list[int | None] | None = None, history: Any = None,
-                            history_key: Any = None) -> Any:
+                            history_key: Any = None, write_group: torch.Tensor | None = None,
+                            writes: int = 1) -> Any:
         """mode: "logits" (returned to the host), "argmax" (greedy token ids), "sample" (ttnn.sampling with the
         per-user k / p / temp in `sample`; users with a seed have their core PRNG reseeded right before the step,
         after any compile or capture run, so their first draw is the seed's first) or "sample_full" (the same
@@ -260,23 +270,32 @@ class Generator:
         sample_full keeps each slot's token history on the device: `history` is each slot's (prompt tokens, output
         tokens so far) or None, and `history_key` names who owns the slots; the device state is rewritten from
         `history` when the key changes or the state went stale (a step in another mode, a capture), and otherwise
-        advanced by the step itself."""
+        advanced by the step itself.
+
+        Speculative decoding's verify step (`writes` > 1): a user's k + 1 scored positions sit on k + 1 rows with
+        the same page-table row, and `write_group` [users] says which of the `writes` cache-write calls writes each
+        row (Model.decode: a user's positions share a cache tile, so each goes in its own call). Every row computes
+        what a decode step at its position computes, reading the rows before it in the same step."""
         users = tokens.shape[0]
+        if (writes > 1) != (write_group is not None):
+            raise ValueError("write_group goes with writes > 1 (the speculative verify step) only")
+        if writes > 1 and mode in ("sample", "sample_full"):
+            raise ValueError("the verify step returns logits or greedy ids; vLLM's rejection sampler draws")
         if users != self.max_batch_size:
             raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
         if (mode in ("sample", "sample_full")) != (sample is not None):
             raise ValueError("per-user sampling parameters go with modes 'sample' and 'sample_full' only")
         if mode == "sample_full" and (history is None or len(history) != users):
             raise ValueError(f"mode 'sample_full' needs each of the {users} slots' token history (or None)")
-        host_inputs = self._host_inputs(tokens, start_pos, page_table, sample)
+        host_inputs = self._host_inputs(tokens, start_pos, page_table, sample, write_group, writes)
         if not enable_trace:
             device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
             self.seed_users(seeds or [])
             if mode == "sample_full":
                 self._sync_history(history, history_key, device_inputs[0].shape[-1])
-            out = self._decode_graph(device_inputs, kv_cache, mode)
+            out = self._decode_graph(device_inputs, kv_cache, mode, writes)
         else:
-            key = (tuple(page_table.shape), mode, id(kv_cache))
+            key = (tuple(page_table.shape), mode, id(kv_cache), writes)
             trace = self._traces.get(key)
             if trace is None:
                 trace = self._capture(key, host_inputs, kv_cache, mode)
@@ -305,9 +324,10 @@ class Generator:
         for k in [k for k in self._traces if (k[0], k[2]) != (key[0], key[2])]:
             ttnn.release_trace(self.mesh_device, self._traces.pop(k).trace_id)
         device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
-        self._decode_graph(device_inputs, kv_cache, mode)  # compile run (writes the same cache rows again later)
+        writes = key[3]
+        self._decode_graph(device_inputs, kv_cache, mode, writes)  # compile run (writes the same rows again later)
         tid = ttnn.begin_trace_capture(self.mesh_device, cq_id=0)
-        output = self._decode_graph(device_inputs, kv_cache, mode)
+        output = self._decode_graph(device_inputs, kv_cache, mode, writes)
         ttnn.end_trace_capture(self.mesh_device, tid, cq_id=0)
         self._history_key = None  # the compile run advanced the token history
         self.trace_captures += 1

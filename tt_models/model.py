@@ -8,6 +8,7 @@ tt_models/layouts.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,14 +219,22 @@ class Transformer:
             raise ValueError(f"decode attention runs {self.attention_users} users per chip, got {users}")
         return Rot(cos_q, sin_q, self.trans_q, cos_k, sin_k, self.trans_k, self.user_split)
 
-    def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list) -> Any:
+    def decode(self, tokens: Any, current_pos: Any, rot_idxs: Any, page_table: Any, kv_cache: list,
+               writes: Sequence[Any] | None = None) -> Any:
         """tokens [1, B] uint32, current_pos [B] int32 (-1 = empty slot), rot_idxs [1, B] uint32 (positions clamped
         at 0), page_table [B, W] int32 (or a sequence of them, one per KV-cache group: kv_groups) -> logits
         [1, 1, B (padded to 32), vocab]. With the users split over a row's chips (2-D), current_pos, rot_idxs and
-        page_table hold each chip's own users (users_mapper)."""
+        page_table hold each chip's own users (users_mapper).
+
+        writes (speculative decoding's verify step): several rows hold one user's consecutive positions (same page
+        table row), and each layer writes the new K/V with one paged_fused_update_cache per entry of `writes`
+        ([B] int32 like current_pos, -1 where the row is written by another entry), so that no single call has two
+        rows writing one cache tile: the device's update kernel reads, modifies and writes back a whole tile per
+        row on that row's core, and two cores doing so to one tile race. Attention then reads each row's causal
+        prefix as a decode step at its position would."""
         users = tokens.shape[-1]
         rots = {kind: self._decode_rot(rot_idxs, t) for kind, t in self.rope.items()}
         x = ttnn.to_memory_config(self._embed(tokens, users), self.layouts.decode.residual)
         for i, (layer, cache) in enumerate(zip(self.layers, kv_cache, strict=True)):
-            x = layer.decode(x, rots[self.args.rope_kind(i)], cache, current_pos, self._table(page_table, i))
+            x = layer.decode(x, rots[self.args.rope_kind(i)], cache, current_pos, self._table(page_table, i), writes)
         return self._head(x)

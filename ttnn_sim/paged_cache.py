@@ -193,6 +193,20 @@ def _check_update(rs: Any, cache: Tensor, x: Tensor, idx: Tensor | None, idx_lis
     return users
 
 
+def _racing_rows(rows: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor | None:
+    """Indices of the users that share a cache tile (same block or batch row, same 32 positions) with another user
+    of the same call, or None. The device does not check this, but its update kernel reads the tile, replaces one
+    row and writes the tile back on each user's own core at once, so such writes race and all but one are lost:
+    the simulator writes NaN (undefined) in those users' rows, as it does for other undefined device results.
+    (Speculative decoding's verify step writes one row per user per call for this reason.)"""
+    tiles = rows * (1 << 20) + offsets // 32
+    if tiles.numel() < 2:
+        return None
+    _, inverse, counts = torch.unique(tiles, return_inverse=True, return_counts=True)
+    shared = counts[inverse] > 1
+    return shared.nonzero().reshape(-1) if bool(shared.any()) else None
+
+
 def _writer(caches: list[Tensor], inputs: list[Tensor], share_cache: bool) -> Any:
     """The per-device write of each input's rows at its users' positions (planned once per version of the
     positions and the page table, shared by every layer of a step). With share_cache every user writes into the
@@ -217,12 +231,13 @@ def _writer(caches: list[Tensor], inputs: list[Tensor], share_cache: bool) -> An
         if pt is None:  # unpaged cache [B, nkv, max_seq, hd]
             if hi >= bs:
                 raise TTError(op, f"position {hi} beyond the cache length {bs}")
-            return live, (slots, slice(None), p, slice(None))
+            racing = None if share_cache else _racing_rows(slots, p)
+            return live, (slots, slice(None), p, slice(None)), racing
         if hi // bs >= pt.shape[1]:
             raise TTError(op, f"position {hi} needs block {hi // bs}; the page table has {pt.shape[1]} columns")
         blocks = pt[slots, p // bs].long()
         check_blocks(op, blocks, nb)
-        return live, (blocks, slice(None), p % bs, slice(None))
+        return live, (blocks, slice(None), p % bs, slice(None)), _racing_rows(blocks, p % bs)
 
     def write(*bufs: torch.Tensor) -> None:
         n = len(inputs)
@@ -230,11 +245,14 @@ def _writer(caches: list[Tensor], inputs: list[Tensor], share_cache: bool) -> An
         plan = derived_from(f"update:{nb},{bs},{users}", (positions, pt), lambda: where_to(positions, pt))
         if plan is None:
             return
-        live, where = plan
+        live, where, racing = plan
         for cache, x, dtype in zip(cs, xs, dtypes, strict=True):
             if x.shape[2] < nkv:  # the input's padding rows land in the cache: undefined on the device
                 x = torch.nn.functional.pad(x.float(), (0, 0, 0, nkv - x.shape[2]), value=float("nan"))
             rows = x[0] if isinstance(live, slice) and x.shape[2] == nkv else x[0, live, :nkv, :]
+            if racing is not None:
+                rows = rows.float().clone()
+                rows[racing] = float("nan")
             cache[where] = store_as(rows, dtype)
 
     return write

@@ -66,6 +66,37 @@ def test_paged_update_cache_matches_contiguous(device, cache_dtype):
     assert torch.equal(host(cache), expected)
 
 
+def test_two_users_on_one_cache_tile_race(device):
+    """Users whose rows fall in one cache tile (same block, same 32 positions) in one call: the device's kernel
+    reads, updates and writes back that tile on each user's core at once, so the simulator leaves those rows
+    undefined (NaN); users on other tiles of the same block, and the same rows written in separate calls, are exact."""
+    users, nkv, bs, hd, num_blocks = 32, 1, 64, 64, 8
+    pt = torch.zeros(users, 2, dtype=torch.int32)
+    pt[:, 0] = 3
+    pos = torch.full((users,), -1)
+    pos[:4] = torch.tensor([5, 6, 40, 63])  # users 0 and 1 share rows 0..31 of block 3; users 2, 3 share 32..63
+    pos[4] = 10  # alone on its tile in block 4
+    pt[4, 0] = 4
+    new = bf16(torch.randn(1, users, nkv, hd))
+
+    def write(positions):
+        cache = ttnn.from_torch(torch.zeros(num_blocks, nkv, bs, hd), ttnn.bfloat16, layout=ttnn.TILE_LAYOUT,
+                                device=device)
+        for p in positions:
+            ttnn.experimental.paged_update_cache(cache, dev_tensor(new, device, memory_config=per_user(users, nkv, hd)),
+                                                 update_idxs_tensor=pos_tensor(p, device),
+                                                 page_table=pt_tensor(pt, device))
+        return host(cache)
+
+    raced = write([pos])
+    assert torch.isnan(raced[3, :, [5, 6, 40, 63]]).all()
+    assert torch.equal(raced[4, :, 10], new[0, 4])
+    apart = write([torch.where(torch.isin(torch.arange(users), torch.tensor([0, 2, 4])), pos, -1),
+                   torch.where(torch.isin(torch.arange(users), torch.tensor([1, 3])), pos, -1)])
+    for u in range(5):
+        assert torch.equal(apart[int(pt[u, 0]), :, int(pos[u])], new[0, u])
+
+
 @pytest.mark.parametrize("cache_dtype", [ttnn.bfloat16, ttnn.bfloat8_b])
 def test_paged_fused_update_cache_equals_two_updates(device, cache_dtype):
     users, nkv, bs, hd, num_blocks, width = 16, 2, 32, 64, 80, 4

@@ -10,6 +10,7 @@ heads regathered per user -> concat heads (one head per core) -> WO; users at po
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +143,9 @@ class Attention:
         return reduce_partials(out, self.plan, ttnn.DRAM_MEMORY_CONFIG)
 
     # ---------------- decode ----------------
-    def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
+    def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any,
+               writes: Sequence[Any] | None = None) -> Any:
+        """writes: the speculative verify step's cache writes (Model.decode), else one write at current_pos."""
         a, k_ops, d = self.args, self.prec.kernels, self.layouts.decode
         qkv = ttnn.linear(x, self.wqkv, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                           program_config=d.qkv.program, compute_kernel_config=k_ops["LI_QKV_DECODE"])
@@ -165,8 +168,9 @@ class Attention:
         q = ttnn.experimental.rotary_embedding_llama(q, rot.cos, rot.sin, rot.trans_mat, is_decode_mode=True)
         k = ttnn.experimental.rotary_embedding_llama(k, rot.k_cos, rot.k_sin, rot.k_trans_mat, is_decode_mode=True)
         k_cache, v_cache = kv_cache
-        ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs_tensor=current_pos,
-                                                   page_table=page_table)
+        for idxs in writes or (current_pos,):
+            ttnn.experimental.paged_fused_update_cache(k_cache, k, v_cache, v, update_idxs_tensor=idxs,
+                                                       page_table=page_table)
         attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
             q, k_cache, v_cache, page_table, cur_pos_tensor=current_pos, scale=self.scale,
             sliding_window_size=self.window, program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,

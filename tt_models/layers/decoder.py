@@ -8,6 +8,7 @@ attention / MLP hand back this chip's columns of their reduce-scattered sums."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tt_models.backend import ttnn
@@ -73,8 +74,9 @@ class DecoderLayer:
         ttnn.deallocate(y_res)
         return out
 
-    def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any) -> Any:
+    def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any,
+               writes: Sequence[Any] | None = None) -> Any:
         d = self.layouts.decode
-        attn = self.attention.decode(self.attention_norm.decode(x, d), rot, kv_cache, current_pos, page_table)
+        attn = self.attention.decode(self.attention_norm.decode(x, d), rot, kv_cache, current_pos, page_table, writes)
         h = self._add_back(x, attn, self.post_attention_norm)
         return self._add_back(h, self.mlp.decode(self.ffn_norm.decode(h, d)), self.post_ffn_norm)
