@@ -12,6 +12,7 @@ DRAM and L1 when the device opens, as on hardware.
 
 from __future__ import annotations
 
+import bisect
 import math
 import weakref
 from dataclasses import dataclass
@@ -59,14 +60,22 @@ class ChipSpec:
 
 
 class _Space:
-    """One buffer type's address space (identical in every bank): first-fit, from the bottom or the top."""
+    """One buffer type's address space (identical in every bank): first-fit, from the bottom or the top.
+
+    `blocks` lists the allocated ranges and `_free` the free ones (free_blocks), both sorted by address and kept
+    in step, so a first fit looks through the free ranges only, however many buffers are allocated."""
 
     def __init__(self, size: int, top_down: bool) -> None:
         self.size, self.top_down = size, top_down
         self.blocks: list[tuple[int, int]] = []  # allocated (address, size), sorted by address
         self.allocated = 0
+        self._free: list[tuple[int, int]] = [(0, size)] if size > 0 else []
+        self._empty = 0  # empty blocks held: each may split a free range as free_blocks reports them
 
     def free_blocks(self) -> list[tuple[int, int]]:
+        return list(self._free)
+
+    def _scan_free(self) -> list[tuple[int, int]]:
         out, at = [], 0
         for addr, size in self.blocks:
             if addr > at:
@@ -77,19 +86,50 @@ class _Space:
         return out
 
     def allocate(self, nbytes: int) -> int | None:
-        free = [(a, s) for a, s in self.free_blocks() if s >= nbytes]
-        if not free:
+        """First fit: the lowest free range that holds nbytes (bottom-up), or the highest (top-down)."""
+        free = self._free
+        n = len(free)
+        order = range(n - 1, -1, -1) if self.top_down else range(n)
+        for i in order:
+            a, s = free[i]
+            if s >= nbytes:
+                break
+        else:
             return None
-        addr, size = free[-1] if self.top_down else free[0]
-        addr = addr + size - nbytes if self.top_down else addr
-        self.blocks.append((addr, nbytes))
-        self.blocks.sort()
+        addr = a + s - nbytes if self.top_down else a
+        bisect.insort(self.blocks, (addr, nbytes))
         self.allocated += nbytes
+        if nbytes <= 0 or self._empty:  # an empty block may split a free range: recount
+            self._empty += nbytes <= 0
+            self._free = self._scan_free()
+        elif s == nbytes:
+            del free[i]
+        else:
+            free[i] = (a, s - nbytes) if self.top_down else (a + nbytes, s - nbytes)
         return addr
 
     def release(self, addr: int, nbytes: int) -> None:
-        self.blocks.remove((addr, nbytes))
+        blocks = self.blocks
+        i = bisect.bisect_left(blocks, (addr, nbytes))
+        if i == len(blocks) or blocks[i] != (addr, nbytes):
+            raise ValueError(f"no block ({addr}, {nbytes}) to release")
+        del blocks[i]
         self.allocated -= nbytes
+        if nbytes <= 0 or self._empty:
+            self._empty -= nbytes <= 0
+            self._free = self._scan_free()
+            return
+        free = self._free
+        j = bisect.bisect_left(free, (addr, 0))
+        start, end = addr, addr + nbytes
+        if j < len(free) and free[j][0] == end:  # merge with the free range above
+            end += free[j][1]
+            del free[j]
+        if j > 0 and free[j - 1][0] + free[j - 1][1] == start:  # and the one below
+            start = free[j - 1][0]
+            free[j - 1] = (start, end - start)
+        else:
+            free.insert(j, (start, end - start))
 
 
 class MemoryView:

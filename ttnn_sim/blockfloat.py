@@ -19,27 +19,30 @@ _MIN_NORMAL = 2.0**-126
 
 def quantize_block_float(x: torch.Tensor, dtype: DataType) -> torch.Tensor:
     """Round `x` to the values representable in `dtype` (bfloat8_b or bfloat4_b); returns float32 of x's shape."""
-    frac_bits = _FRAC_BITS[dtype]
     x = x.to(torch.float32)
     n = x.shape[-1] if x.dim() else 1
     if n % BLOCK_FLOAT_GROUP == 0:
-        out = _quantize_bits(x.reshape(-1, BLOCK_FLOAT_GROUP), frac_bits)
-        if out is not None:
-            return out.reshape(x.shape)
+        return _quantize_bits(x.reshape(-1, BLOCK_FLOAT_GROUP), dtype).reshape(x.shape)
     return _quantize_reference(x, dtype)
 
 
-def _quantize_bits(blocks: torch.Tensor, frac_bits: int) -> torch.Tensor | None:
+def _quantize_bits(blocks: torch.Tensor, dtype: DataType) -> torch.Tensor:
     """The hot path: the same rounding from the fp32 bit fields in a few integer ops.
 
     Adding then subtracting 1.5 * 2^(23 + shared_exp - frac_bits) leaves each value rounded to a multiple of the
     block's step with the FPU's round-to-nearest-even (the sum stays inside one binade whose ulp is the step); a
     value rounding to zero comes out as +0. Blocks whose exponent puts that constant past fp32's range (|x| >~
-    2^111, inf, nan) take the reference path. Returns None then."""
+    2^111, inf, nan: e.g. the NaN rows a live-rows replay leaves) take the reference path, block by block (each
+    block's rounding depends on that block alone), the others stay on this one."""
+    frac_bits = _FRAC_BITS[dtype]
     exp = (blocks.view(torch.int32) >> 23) & 0xFF
     shared = exp.amax(dim=1, keepdim=True)
     if int(shared.max()) > 254 - (23 - frac_bits):
-        return None
+        bad = (shared > 254 - (23 - frac_bits)).reshape(-1)
+        out = _quantize_bits(blocks.masked_fill(bad[:, None], 0.0), dtype)
+        idx = bad.nonzero().reshape(-1)
+        out[idx] = _quantize_reference(blocks[idx], dtype)
+        return out
     flushed = blocks * (exp != 0)  # denormals flush to zero
     magic = (((shared + (23 - frac_bits)) << 23) | (1 << 22)).view(torch.float32)
     # Largest magnitude (2^(frac_bits+1) - 1) * step: exponent = shared, mantissa all ones in the kept bits.

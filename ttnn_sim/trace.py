@@ -21,8 +21,11 @@ from typing import Any
 
 import torch
 
+from .compute import Recording, _recording, recorded_output, run_write
 from .device import MeshDevice
 from .errors import TTError
+from .memory import MemoryConfig
+from .tensor import Tensor
 
 
 class DuringCapture(Enum):
@@ -57,9 +60,6 @@ def _kernel_for(rec: Any, out: Any, twin: Callable[[Any], Any]) -> Kernel | None
     """A Kernel when the op's effect is exactly its recorded in-place writes, or its result exactly the outputs it
     built from its own per-device runs; else None (the op is then replayed by calling it). The kernel works on the
     trace's twins of the tensors involved."""
-    from .compute import recorded_output
-    from .tensor import Tensor
-
     if rec.writes:
         # An in-place op returns the buffers it wrote (the cache), which replay leaves where they are.
         written = {id(t) for _, tensors in rec.writes for t in tensors if isinstance(t, Tensor)}
@@ -89,8 +89,6 @@ class _Write:
     tensors: tuple
 
     def __call__(self, live: list[tuple[int, int]] | None = None) -> None:
-        from .compute import run_write
-
         run_write(self.fn, self.tensors)
 
 
@@ -107,8 +105,6 @@ class Trace:
     positions: Any = None  # the decode step's per-user positions (see live_rows), found at end of capture
 
     def twin(self, value: Any) -> Any:
-        from .tensor import Tensor
-
         if isinstance(value, Tensor):
             tw = self.twins.get(value)
             if tw is None:
@@ -125,16 +121,14 @@ class Trace:
 
 
 def _device_of(args: tuple, kwargs: dict) -> MeshDevice | None:
-    from .tensor import Tensor
-
     for a in (*args, *kwargs.values()):
         if isinstance(a, Tensor):
-            if a.device_or_none is not None:
-                return a.device_or_none
+            if a._device is not None:
+                return a._device
         elif isinstance(a, (list, tuple)):
             for b in a:
-                if isinstance(b, Tensor) and b.device_or_none is not None:
-                    return b.device_or_none
+                if isinstance(b, Tensor) and b._device is not None:
+                    return b._device
     return None
 
 
@@ -150,43 +144,66 @@ _RUNTIME_ARGS = {"paged_update_cache": {"update_idxs"}, "paged_fused_update_cach
 def _spec(v: Any, shapes: bool) -> Any:
     """What of an argument goes into a program's cache key: a tensor's dtype, layout and placement (and shape, for
     the ops whose programs are built per shape), anything else as itself."""
-    from .tensor import Tensor
-
     if isinstance(v, Tensor):
-        return ("tensor", v.dtype, v.layout, repr(v.memory_config()), tuple(v.shape) if shapes else None)
+        return ("tensor", v._dtype, v._layout, _mc_repr(v._memory_config), tuple(v._shape) if shapes else None)
     if isinstance(v, (list, tuple)):
         return tuple(_spec(x, shapes) for x in v)
-    return repr(v)
+    if v is None:
+        return "None"
+    return _mc_repr(v) if type(v) is MemoryConfig else repr(v)
+
+
+_INTERLEAVED_REPRS: dict[tuple, str] = {}
+
+
+def _mc_repr(mc: Any) -> str:
+    """repr(mc), kept per (layout, buffer type) for the unsharded configs most tensors have."""
+    if type(mc) is not MemoryConfig or mc.shard_spec is not None:
+        return repr(mc)
+    key = (mc.memory_layout, mc.buffer_type)
+    r = _INTERLEAVED_REPRS.get(key)
+    if r is None:
+        r = _INTERLEAVED_REPRS[key] = repr(mc)
+    return r
 
 
 def _note_program(dev: MeshDevice, fn: Callable[..., Any], args: tuple, kwargs: dict, out: Any,
                   in_place: bool = False) -> None:
     """Count the program an op ran in the device's program cache; a view or alias of an input runs none, unless the
     op writes that input in place (the paged-cache ops run a program and hand back the cache they wrote)."""
-    from .tensor import Tensor
-
     ins = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     if not in_place and isinstance(out, Tensor) and any(out is t or (out._alloc is not None and out._alloc is t._alloc)
                                        for t in ins):
         return
-    name = fn.__name__.lstrip("_").replace("device_to_layout", "to_layout")
+    name = _program_name(fn)
     shapes = name not in _SHAPE_FREE_PROGRAMS
     runtime = _RUNTIME_ARGS.get(name, set())
     attrs = tuple(sorted((k, "runtime" if k in runtime else _spec(v, shapes)) for k, v in kwargs.items()))
     dev.note_program((name, _spec(args, shapes), attrs))
 
 
+@functools.cache
+def _program_name(fn: Callable[..., Any]) -> str:
+    return fn.__name__.lstrip("_").replace("device_to_layout", "to_layout")
+
+
+@functools.cache
+def _takes_small_tiles(fn: Callable[..., Any]) -> bool:
+    from .conversion import SMALL_TILE_OPS
+
+    return fn.__name__.lstrip("_") in SMALL_TILE_OPS
+
+
 def _check_tiles(fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
     """A tensor stored in tiles other than 32x32 (conversion.SMALL_TILES) goes only to the ops modelled for them."""
-    from .conversion import SMALL_TILE_OPS
-    from .tensor import Tensor
-
-    name = fn.__name__.lstrip("_")
-    if name in SMALL_TILE_OPS:
+    if _takes_small_tiles(fn):
         return
     for a in (*args, *kwargs.values()):
         for t in (a if isinstance(a, (list, tuple)) else (a,)):
             if isinstance(t, Tensor) and t._tile is not None:
+                from .conversion import SMALL_TILE_OPS
+
+                name = fn.__name__.lstrip("_")
                 raise TTError(name, f"an input stored in {t._tile[0]}x{t._tile[1]} tiles: the simulator models tiles "
                                     f"other than 32x32 only for {sorted(SMALL_TILE_OPS)}")
 
@@ -217,8 +234,6 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
                 _note_program(dev, fn, args, kwargs, out, in_place)
                 trace.steps.append(_Step(fn, trace.twin(args), trace.twin(kwargs), trace.twin(out)))
                 return out
-            from .compute import Recording, _recording
-
             # Under a recording the op checks its arguments now; in-place writes are recorded, not executed.
             _recording.append(Recording())
             try:
@@ -238,8 +253,6 @@ def device_op(during_capture: DuringCapture = DuringCapture.RUN,
 
 
 def _assign(captured: Any, fresh: Any) -> None:
-    from .tensor import Tensor
-
     if isinstance(captured, Tensor):
         captured._shards[:] = fresh._shards  # in place: the model's own object shares this list
     elif isinstance(captured, (list, tuple)):
