@@ -35,20 +35,23 @@ def _quantize_bits(blocks: torch.Tensor, dtype: DataType) -> torch.Tensor:
     2^111, inf, nan: e.g. the NaN rows a live-rows replay leaves) take the reference path, block by block (each
     block's rounding depends on that block alone), the others stay on this one."""
     frac_bits = _FRAC_BITS[dtype]
-    exp = (blocks.view(torch.int32) >> 23) & 0xFF
-    shared = exp.amax(dim=1, keepdim=True)
-    if int(shared.max()) > 254 - (23 - frac_bits):
+    magnitude = blocks.view(torch.int32) & 0x7FFFFFFF  # |x|'s bits: ordered as |x| is
+    shared = magnitude.amax(dim=1, keepdim=True) >> 23  # the block's largest exponent
+    lowest, highest = torch.aminmax(shared)
+    if int(highest) > 254 - (23 - frac_bits):
         bad = (shared > 254 - (23 - frac_bits)).reshape(-1)
         out = _quantize_bits(blocks.masked_fill(bad[:, None], 0.0), dtype)
         idx = bad.nonzero().reshape(-1)
         out[idx] = _quantize_reference(blocks[idx], dtype)
         return out
-    flushed = blocks * (exp != 0)  # denormals flush to zero
+    # Denormals flush to zero. In a block whose exponent is frac_bits + 2 or more a denormal is below half the step
+    # and rounds to +0 below as a flushed one does, so the flush is needed only where some block's is lower.
+    flushed = blocks * (magnitude >= (1 << 23)) if int(lowest) < frac_bits + 2 else blocks
     magic = (((shared + (23 - frac_bits)) << 23) | (1 << 22)).view(torch.float32)
     # Largest magnitude (2^(frac_bits+1) - 1) * step: exponent = shared, mantissa all ones in the kept bits.
     limit = ((shared << 23) | ((1 << 23) - (1 << (23 - frac_bits)))).view(torch.float32)
     rounded = (flushed + magic) - magic
-    return torch.minimum(torch.maximum(rounded, -limit), limit)
+    return torch.clamp(rounded, min=-limit, max=limit)
 
 
 def _quantize_reference(x: torch.Tensor, dtype: DataType) -> torch.Tensor:

@@ -166,6 +166,11 @@ def derived_from(name: str, sources: tuple[torch.Tensor | None, ...], fn: Callab
 
 def derived(x: torch.Tensor, name: str, fn: Callable[[torch.Tensor], Any]) -> Any:
     """fn(x), computed once per version of the buffer x and reused while x lives and is not written."""
+    hit = _DERIVED.get((name, id(x)))  # derived_from's entry for the one source, looked up without its generality
+    if hit is not None:
+        ((ref, version),) = hit[0]
+        if ref() is x and version == x._version:
+            return hit[1]
     return derived_from(name, (x,), lambda: fn(x))
 
 
