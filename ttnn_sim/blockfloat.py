@@ -32,13 +32,18 @@ def _quantize_bits(blocks: torch.Tensor, dtype: DataType) -> torch.Tensor:
     Adding then subtracting 1.5 * 2^(23 + shared_exp - frac_bits) leaves each value rounded to a multiple of the
     block's step with the FPU's round-to-nearest-even (the sum stays inside one binade whose ulp is the step); a
     value rounding to zero comes out as +0. Blocks whose exponent puts that constant past fp32's range (|x| >~
-    2^111, inf, nan: e.g. the NaN rows a live-rows replay leaves) take the reference path, block by block (each
-    block's rounding depends on that block alone), the others stay on this one."""
+    2^111, inf) take the reference path, block by block (each block's rounding depends on that block alone), the
+    others stay on this one. NaNs (e.g. the rows of empty decode slots) round as zeros do, on this path."""
     frac_bits = _FRAC_BITS[dtype]
     magnitude = blocks.view(torch.int32) & 0x7FFFFFFF  # |x|'s bits: ordered as |x| is
     shared = magnitude.amax(dim=1, keepdim=True) >> 23  # the block's largest exponent
     lowest, highest = torch.aminmax(shared)
     if int(highest) > 254 - (23 - frac_bits):
+        nan = torch.isnan(blocks)
+        if bool(nan.any()):
+            # The packer stores a NaN as a zero, and one counts as a zero in its block's exponent (the reference
+            # path reads both only through |x| flushed below the smallest normal and the sign of x < 0).
+            return _quantize_bits(blocks.masked_fill(nan, 0.0), dtype)
         bad = (shared > 254 - (23 - frac_bits)).reshape(-1)
         out = _quantize_bits(blocks.masked_fill(bad[:, None], 0.0), dtype)
         idx = bad.nonzero().reshape(-1)
