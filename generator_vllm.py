@@ -39,7 +39,8 @@ class TTCausalLM(Generator):
     """Shared implementation of the text-only decoder families."""
 
     model_capabilities = {"supports_prefix_caching": True, "supports_sample_on_device": True,
-                          "supports_chunked_prefill": True, "supports_async_decode": True}
+                          "supports_chunked_prefill": True, "supports_async_decode": True,
+                          "supports_speculative_decoding": True}
     architecture = ""
 
     def modules(self) -> Iterator[Any]:

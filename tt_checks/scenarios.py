@@ -136,6 +136,33 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
                                 history_key=tuple(range(users)))
         state["m"].decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=full)
 
+    def verify() -> None:
+        # Speculative decoding's verify step (vllm_patches/spec_decode.py): each user's last token and k drafts on
+        # k + 1 consecutive rows of one tile of users, written by k + 1 cache-update calls; logits back, and for
+        # the largest k the on-device argmax. k = 1..4 on the default profile, where the op calls differ only in
+        # the number of update calls.
+        m = state["m"]
+        if data_parallel > 1 or m.model.user_split is not None:
+            return  # refused at engine start (vllm_patches/spec_decode.py, worker)
+        rows = m.verify_rows
+        ks = (1, 2, 3, 4) if profile == "performance" else (3,)
+        for k in ks:
+            per_tile = 32 // (k + 1)
+            row = torch.cat([t * 32 + torch.arange(per_tile * (k + 1)) for t in range(rows // 32)])
+            tokens = torch.zeros(rows, 1, dtype=torch.int32)
+            pos = torch.full((rows,), -1, dtype=torch.int32)
+            group = torch.full((rows,), -1, dtype=torch.int32)
+            user = row // (k + 1) % BATCH
+            tokens[row, 0] = torch.randint(0, cfg.vocab_size, (len(row),), dtype=torch.int32)
+            pos[row] = (user * 7 + 5 + row % (k + 1)).to(torch.int32)
+            group[row] = (row % (k + 1)).to(torch.int32)
+            pt = table(BATCH)[torch.arange(rows) // (k + 1) % BATCH]
+            m.decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, write_group=group, writes=k + 1)
+            if k == ks[-1]:
+                greedy = TTSamplingParams(temperature=[0.0] * rows)
+                m.decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, sampling_params=greedy,
+                                 write_group=group, writes=k + 1)
+
     plan: list[tuple[str, Callable[[], None], tuple[str, ...]]] = [
         ("initialize_vllm_model", init, ()),
         ("allocate_kv_cache", kv, ("initialize_vllm_model",)),
@@ -144,6 +171,7 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
         ("decode_forward (empty slots)", decode, ("allocate_kv_cache",)),
         ("decode_forward (on-device argmax)", decode_argmax, ("allocate_kv_cache",)),
         ("decode_forward (on-device sampling)", decode_sample, ("allocate_kv_cache",)),
+        ("decode_forward (speculative verify)", verify, ("allocate_kv_cache",)),
     ]
     for phase, fn, needs in plan:
         if any(phases.get(n) != "ok" for n in needs):

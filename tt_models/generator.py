@@ -59,6 +59,12 @@ class Generator:
     # when it is stale: after any step that did not update it, and after a capture.
     _history_key: Any = None
 
+    @property
+    def verify_rows(self) -> int:
+        """Rows of a speculative verify step: every row the device decodes (max_batch_size padded to whole tiles of
+        users), so a batch-1 engine verifies k + 1 positions in the rows its decode step leaves empty."""
+        return -(-self.max_batch_size // TILE) * TILE
+
     # ---------------- prefill ----------------
     def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
                              prompt_lens: Any, start_pos: Any = None, empty_slots: Any = None,
@@ -277,12 +283,14 @@ class Generator:
         row (Model.decode: a user's positions share a cache tile, so each goes in its own call). Every row computes
         what a decode step at its position computes, reading the rows before it in the same step."""
         users = tokens.shape[0]
+        if writes > 1 and users == self.verify_rows:
+            pass  # the verify step fills every row the device decodes (a batch-1 engine's too)
+        elif users != self.max_batch_size:
+            raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
         if (writes > 1) != (write_group is not None):
             raise ValueError("write_group goes with writes > 1 (the speculative verify step) only")
         if writes > 1 and mode in ("sample", "sample_full"):
             raise ValueError("the verify step returns logits or greedy ids; vLLM's rejection sampler draws")
-        if users != self.max_batch_size:
-            raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got {users}")
         if (mode in ("sample", "sample_full")) != (sample is not None):
             raise ValueError("per-user sampling parameters go with modes 'sample' and 'sample_full' only")
         if mode == "sample_full" and (history is None or len(history) != users):
@@ -321,7 +329,8 @@ class Generator:
         """Compile run, then capture. Traces for another shape or cache are released first; the variants of one
         shape (logits, on-device argmax, on-device sampling) are kept side by side, so a batch switching between
         device and host sampling replays instead of re-capturing."""
-        for k in [k for k in self._traces if (k[0], k[2]) != (key[0], key[2])]:
+        # (Decode and verify traces, told apart by their write count, are each kept at their latest shape.)
+        for k in [k for k in self._traces if (k[0], k[2]) != (key[0], key[2]) and k[3] == key[3]]:
             ttnn.release_trace(self.mesh_device, self._traces.pop(k).trace_id)
         device_inputs = [ttnn.to_device(t, self.mesh_device) for t in host_inputs]
         writes = key[3]

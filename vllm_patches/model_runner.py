@@ -72,11 +72,18 @@ class TTModelRunner:
         # The request whose seed each slot's device PRNG was last seeded with (on-device sampling).
         self._seeded_slots: dict[int, str] = {}
         self.device_sampled_steps = 0  # steps whose tokens the device sampled (observability, benchmarks)
+        self.decode_steps = 0  # synchronous decode steps (observability: benchmarks/bench_spec_decode.py)
         # vLLM's async scheduling (the platform turns it on for models with supports_async_decode): decode steps
         # sampled on the device return before their tokens are read back (vllm_patches/async_decode.py).
         self.async_decode = bool(sc.async_scheduling)
         self.decoder = AsyncDecoder(self)
         self._step = 0
+        # Speculative decoding (--speculative-config, n-gram drafts): vllm_patches/spec_decode.py.
+        self.spec = None
+        if vllm_config.speculative_config is not None:
+            from vllm_patches.spec_decode import SpecDecoder
+
+            self.spec = SpecDecoder(vllm_config)
 
     def _input_batch(self, custom: tuple = ()) -> InputBatch:
         sc = self.vllm_config.scheduler_config
@@ -149,6 +156,10 @@ class TTModelRunner:
             else:
                 batch.add_request(state)
         batch.condense()
+        if self.spec is not None:
+            # The drafts being verified this step, where vLLM's rejection sampler (penalties) looks for them.
+            for req_id in batch.req_ids:
+                batch.update_req_spec_token_ids(self.requests[req_id], so.scheduled_spec_decode_tokens)
         batch.refresh_metadata()
         for req_id in batch.req_ids:
             if req_id not in self.slot_of:
@@ -170,8 +181,9 @@ class TTModelRunner:
     def _is_prefill(self, so: SchedulerOutput) -> bool:
         resumed = so.scheduled_cached_reqs.resumed_req_ids
         # New and resumed requests, and the next chunk of a prompt prefilled across steps (more than one token).
+        drafts = so.scheduled_spec_decode_tokens
         return (bool(so.scheduled_new_reqs) or any(r in resumed for r in so.scheduled_cached_reqs.req_ids)
-                or any(n > 1 for n in so.num_scheduled_tokens.values()))
+                or any(n > 1 + len(drafts.get(r, ())) for r, n in so.num_scheduled_tokens.items()))
 
     # ------------------------------------------------------------------ inputs
     def _blocks(self, req_id: str) -> list[list[int]]:
@@ -334,6 +346,8 @@ class TTModelRunner:
         device_logprobs = None
         if not prefill and self.async_decode and sampling_mode(device_params) in ("argmax", "sample"):
             return self.decoder.launch(self._step, self.decode_inputs(), device_params)
+        if not prefill and self.spec is not None and so.scheduled_spec_decode_tokens:
+            return self._verify(so, sampling_mode(device_params) == "argmax")
         # Everything else reads the batch's newest tokens (host sampling, logprobs, penalties, a prefill).
         self.decoder.drain("prefill" if prefill else "host_sampling")
         prompt_logprobs = {}
@@ -350,6 +364,7 @@ class TTModelRunner:
                                                                inputs["start_pos"].tolist())
         else:
             self.decoder.events.append(("launch", self._step))
+            self.decode_steps += 1
             out = self.model.decode_forward(kv_cache=self.kv_cache, enable_trace=self.tt.trace_decode,
                                             read_from_device=True, sampling_params=device_params,
                                             **self.decode_inputs())
@@ -394,7 +409,29 @@ class TTModelRunner:
             state.output_token_ids.append(sampled[i])  # also the list penalties read (shared with the batch)
             batch.token_ids_cpu[i, pos] = sampled[i]
             batch.num_tokens_no_spec[i] = pos + 1
-        req_ids = list(batch.req_ids)
+        return self._output([[] if i in partial else [t] for i, t in enumerate(sampled)], logprobs, prompt_logprobs)
+
+    def _verify(self, so: SchedulerOutput, greedy_on_device: bool) -> ModelRunnerOutput:
+        """A step whose requests carry draft tokens (vllm_patches/spec_decode.py)."""
+        self.decoder.drain("host_sampling")
+        if greedy_on_device:
+            self.device_sampled_steps += 1
+        tokens, logprobs = self.spec.verify(self, so, greedy_on_device)
+        batch = self.input_batch
+        for i, req_id in enumerate(batch.req_ids):
+            state = self.requests[req_id]
+            pos = int(batch.num_tokens_no_spec[i])
+            state.output_token_ids.extend(tokens[i])
+            batch.token_ids_cpu[i, pos : pos + len(tokens[i])] = tokens[i]
+            batch.num_tokens_no_spec[i] = pos + len(tokens[i])
+        return self._output(tokens, logprobs, {})
+
+    def _output(self, sampled: list[list[int]], logprobs: Any, prompt_logprobs: dict) -> ModelRunnerOutput:
+        if self.spec is not None:
+            self.spec.propose(self.input_batch, sampled)
+        req_ids = list(self.input_batch.req_ids)
         return ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
-                                 sampled_token_ids=[[] if i in partial else [t] for i, t in enumerate(sampled)],
-                                 logprobs=logprobs, prompt_logprobs_dict=prompt_logprobs)
+                                 sampled_token_ids=sampled, logprobs=logprobs, prompt_logprobs_dict=prompt_logprobs)
+
+    def take_draft_token_ids(self) -> Any:
+        return self.spec.take() if self.spec is not None else None

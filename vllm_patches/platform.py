@@ -118,8 +118,6 @@ class TTPlatform(Platform):
         if parallel.tensor_parallel_size > 1 or parallel.pipeline_parallel_size > 1:
             raise ValueError("TT shards models across its own mesh (MESH_DEVICE): use tensor_parallel_size=1 and "
                              "pipeline_parallel_size=1 on the vLLM side")
-        if vllm_config.speculative_config is not None:
-            raise ValueError("speculative decoding is not supported on TT")
         if vllm_config.lora_config is not None:
             raise ValueError("LoRA is not supported on TT")
         if model is not None and model.is_encoder_decoder:
@@ -129,6 +127,10 @@ class TTPlatform(Platform):
         if model is not None and model.enable_prompt_embeds:
             raise ValueError("enable_prompt_embeds is not supported on TT: TT models embed token ids on the device")
         tt = TTConfig.from_additional_config(vllm_config.additional_config)
+        if vllm_config.speculative_config is not None:
+            from vllm_patches.spec_decode import check_speculative_config
+
+            check_speculative_config(vllm_config.speculative_config, tt)
         from vllm_patches.loader import tt_load_format
 
         tt_load_format(vllm_config.load_config.load_format)  # refused now, not once the engine core starts
@@ -188,6 +190,10 @@ class TTPlatform(Platform):
         # Async scheduling (vLLM schedules and launches step N+1 before collecting step N's output): for models
         # declaring supports_async_decode, when decode samples on the device (a step sampled on the host waits for
         # its logits anyway); additional_config tt.async_decode=false turns it off.
+        if vllm_config.speculative_config is not None:
+            if not caps.get("supports_speculative_decoding"):
+                raise ValueError(f"speculative decoding is not supported by {tt_cls.__name__} on TT")
+            async_wanted = False  # a verify step's accepted tokens decide the next step's inputs: synchronous
         if async_wanted and caps.get("supports_async_decode") and tt.async_decode and tt.sample_on_device_mode:
             sched.async_scheduling = True
             sched.scheduler_cls = "vllm_patches.async_scheduler.TTAsyncScheduler"

@@ -155,6 +155,9 @@ class TTWorker(WorkerBase):
     @_closes_the_device_if_it_fails
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         self.model_runner.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt)
+        if self.model_runner.spec is not None and self.model_runner.model.model.user_split is not None:
+            raise ValueError("speculative decoding on a 2-D mesh whose rows share out the users is not supported on "
+                             "TT: a verify step's rows would have to stay on each request's row of chips")
 
     def get_model(self) -> Any:
         return self.model_runner.model
@@ -310,5 +313,5 @@ class TTWorker(WorkerBase):
     def sample_tokens(self, grammar_output: Any = None) -> Any:
         return self.model_runner.sample_tokens(grammar_output)
 
-    def take_draft_token_ids(self) -> None:
-        return None
+    def take_draft_token_ids(self) -> Any:
+        return self.model_runner.take_draft_token_ids()

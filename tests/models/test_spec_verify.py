@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from generator_vllm import TT_CLASSES
-from tests.models.tiny import hf_config, make_tiny_model
+from tests.models.tiny import FAMILIES, MOE_FAMILIES, hf_config, make_tiny_model
 
 ROWS, BLOCK, NUM_BLOCKS, MAX_SEQ = 16, 32, 96, 256
 K = 3  # draft tokens per user: K + 1 rows each
@@ -38,8 +38,12 @@ def padded(rows, values, fill):
     return out
 
 
-@pytest.mark.parametrize("family,profile", [("llama_gqa", "reference"), ("gemma3", "performance"),
-                                            ("qwen3_moe", "accuracy")])
+# Every tiny family, the profiles taken in turn (the rows' arithmetic is the decode step's on each).
+PROFILE_CYCLE = ("reference", "performance", "accuracy", "bf16", "performance_bfp4")
+CASES = [(f, PROFILE_CYCLE[i % len(PROFILE_CYCLE)]) for i, f in enumerate([*FAMILIES, *MOE_FAMILIES])]
+
+
+@pytest.mark.parametrize("family,profile", CASES)
 def test_verify_rows_equal_decode_steps(family, profile, mesh_device, tiny_root):
     model, (seq_kv, ver_kv) = build(family, tiny_root, mesh_device, profile)
     users = len(PROMPTS)
