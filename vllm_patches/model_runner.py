@@ -347,7 +347,7 @@ class TTModelRunner:
         if not prefill and self.async_decode and sampling_mode(device_params) in ("argmax", "sample"):
             return self.decoder.launch(self._step, self.decode_inputs(), device_params)
         if not prefill and self.spec is not None and so.scheduled_spec_decode_tokens:
-            return self._verify(so, sampling_mode(device_params) == "argmax")
+            return self._verify(so, sampling_mode(device_params) == "argmax", grammar_output)
         # Everything else reads the batch's newest tokens (host sampling, logprobs, penalties, a prefill).
         self.decoder.drain("prefill" if prefill else "host_sampling")
         prompt_logprobs = {}
@@ -411,12 +411,12 @@ class TTModelRunner:
             batch.num_tokens_no_spec[i] = pos + 1
         return self._output([[] if i in partial else [t] for i, t in enumerate(sampled)], logprobs, prompt_logprobs)
 
-    def _verify(self, so: SchedulerOutput, greedy_on_device: bool) -> ModelRunnerOutput:
+    def _verify(self, so: SchedulerOutput, greedy_on_device: bool, grammar_output: Any) -> ModelRunnerOutput:
         """A step whose requests carry draft tokens (vllm_patches/spec_decode.py)."""
         self.decoder.drain("host_sampling")
         if greedy_on_device:
             self.device_sampled_steps += 1
-        tokens, logprobs = self.spec.verify(self, so, greedy_on_device)
+        tokens, logprobs = self.spec.verify(self, so, greedy_on_device, grammar_output)
         batch = self.input_batch
         for i, req_id in enumerate(batch.req_ids):
             state = self.requests[req_id]

@@ -27,6 +27,7 @@ import torch
 from vllm.v1.outputs import DraftTokenIds
 from vllm.v1.sample.rejection_sampler import RejectionSampler
 from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
+from vllm.v1.structured_output.utils import apply_grammar_bitmask
 
 from tt_models.sampling import TTSamplingParams
 from vllm_patches import rejection_kernels
@@ -89,9 +90,12 @@ class SpecDecoder:
         return drafts
 
     # ------------------------------------------------------------------ verify
-    def verify(self, runner: Any, so: Any, greedy_on_device: bool) -> tuple[list[list[int]], Any]:
+    def verify(self, runner: Any, so: Any, greedy_on_device: bool,
+               grammar_output: Any = None) -> tuple[list[list[int]], Any]:
         """Scores every request's last token and drafts, and returns each request's tokens (accepted drafts, then
-        the target's next token) and vLLM's logprobs lists (or None)."""
+        the target's next token) and vLLM's logprobs lists (or None). Structured outputs: vLLM's grammar bitmask,
+        one row per scored position in this order, masks the logits first (such a step never samples on the
+        device)."""
         batch, model = runner.input_batch, runner.model
         n, rows = batch.num_reqs, model.verify_rows
         drafts = [list(so.scheduled_spec_decode_tokens.get(r, ())) for r in batch.req_ids]
@@ -129,6 +133,8 @@ class SpecDecoder:
         if greedy_on_device:
             return [self._accept_greedy(d, s.reshape(-1).tolist()) for d, s in zip(drafts, scored, strict=True)], None
         logits = torch.cat([s.reshape(s.shape[0], -1)[:, : runner.vocab_size].float() for s in scored])
+        if grammar_output is not None:
+            apply_grammar_bitmask(so, grammar_output, batch, logits)
         return self._rejection_sample(drafts, logits, batch.sampling_metadata, runner.vocab_size)
 
     @staticmethod
