@@ -28,8 +28,16 @@ def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig) -> Any:
     cls = tt_generation_class(mc.hf_config.architectures)
     load_format = tt_load_format(vllm_config.load_config.load_format)
     logger.info("loading %s for %s (%s profile, %s weights)", cls.__name__, mc.model, tt.optimizations, load_format)
-    return cls.initialize_vllm_model(
+    model = cls.initialize_vllm_model(
         mc.hf_config, mesh_device, max_batch_size=vllm_config.scheduler_config.max_num_seqs,
         max_seq_len=mc.max_model_len, tt_data_parallel=tt.data_parallel, optimizations=tt.optimizations,
         model_path=mc.model, load_format=load_format,
     )
+    if tt.cache_invariant_prefill:
+        # Chunks of one KV block: a prefix-cache hit ends on a block boundary, so its continuation's chunks are the
+        # cold prefill's chunks and every position is computed the same way either way.
+        block = vllm_config.cache_config.block_size
+        for replica in getattr(model, "replicas", [model]):
+            replica.max_prefill_chunk = block
+        logger.info("cache-invariant prefill: prompts prefilled %d tokens at a time", block)
+    return model

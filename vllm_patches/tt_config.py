@@ -38,6 +38,11 @@ class TTConfig:
     # draws from each user's 32 best logits. True draws it on the device from those 32, as Tenstorrent's plugin
     # does: the distribution loses its tail beyond the 32 best tokens, and the batch stays on the device.
     unset_top_k_on_device: bool = False
+    # Every prefill in KV-block-sized chunks from position 0, so a prompt computes the same arithmetic whether its
+    # prefix was cached or not (a cached continuation starts on a block boundary): greedy tokens and logprobs then do
+    # not depend on the prefix cache's state (vLLM's batch-invariance spirit). Costs prefill speed
+    # (docs/serving.md, benchmarks/bench_prefill_invariance.py).
+    cache_invariant_prefill: bool = False
 
     def dispatch_core_config(self, ttnn: Any) -> Any:
         """ttnn.open_mesh_device's dispatch_core_config for dispatch_core_axis ("row" / "col": which edge of the
@@ -75,7 +80,7 @@ class TTConfig:
         if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
             raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
                              f">= 1")
-        for flag in ("enable_model_warmup", "async_decode", "unset_top_k_on_device"):
+        for flag in ("enable_model_warmup", "async_decode", "unset_top_k_on_device", "cache_invariant_prefill"):
             if not isinstance(getattr(cfg, flag), bool):
                 raise ValueError(f'additional_config["tt"]["{flag}"] must be true or false')
         from tt_models.config import load_optimizations
