@@ -8,7 +8,8 @@ what simulating a mesh costs (it must stay usable in CI), not what a mesh gains 
 
 `dp`: the host-side cost per decode step of data parallel at total batch 128 (tt_data_parallel=4 on a 1x4 mesh, 32
 users per replica): the whole step, the replicas' own decode_forward calls inside it, and the difference, which is
-the DataParallel wrapper's splitting of the inputs and sampling parameters and gathering of the outputs.
+the DataParallel wrapper's splitting of the inputs and sampling parameters and gathering of the outputs; and the
+step of one replica alone (`dp1_step_ms`, 32 users) with the ratio of the N-replica step to it.
 
 The model is a random Llama of 8 heads (so that 8 chips split it) built with transformers and saved once to a temp
 folder; the default `performance` profile (bfloat8_b weights and KV cache).
@@ -103,8 +104,9 @@ def dp_step(path: Path, replicas: int, profile: str, per_replica: int, context: 
                                                       optimizations=profile, model_path=path,
                                                       tt_data_parallel=replicas)
         tokens, pos, table, kv = decode_inputs(dp, batch, context)
-        inner = [Timed(r.decode_forward) for r in dp.replicas]  # each replica's own call, inside the wrapper's step
-        for r, timed in zip(dp.replicas, inner, strict=True):
+        members = getattr(dp, "replicas", [dp])  # one replica: the generation class itself, no wrapper
+        inner = [Timed(r.decode_forward) for r in members]  # each replica's own call, inside the wrapper's step
+        for r, timed in zip(members, inner, strict=True):
             r.decode_forward = timed
         dp.decode_forward(tokens, pos, table, kv)  # compile + capture on every replica
         for timed in inner:
@@ -149,6 +151,12 @@ def main() -> None:
                             for k, v in times.items() if k != "1x1"})
         if args.part in ("dp", "all"):
             out.update(dp_step(path, args.replicas, args.profile, args.batch, args.context, args.steps))
+            # The same step with one replica: on the simulator the replicas run one after another on the host, so
+            # the ratio is about N; on hardware every replica's trace is enqueued before any read
+            # (DataParallel.decode_forward), and the devices run at once.
+            one = dp_step(path, 1, args.profile, args.batch, args.context, args.steps)
+            out.update({"dp1_step_ms": one["dp_step_ms"],
+                        f"dp_ratio_{args.replicas}_over_1": round(out["dp_step_ms"] / one["dp_step_ms"], 3)})
     print(json.dumps(out))
 
 

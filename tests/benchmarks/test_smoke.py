@@ -56,6 +56,7 @@ def test_mesh_decode_smoke():
                   "4", "--steps", "1", "--meshes", "1x1,1x2", "--replicas", "2")
     assert r["tp_decode_step_ms_1x1"] > 0 and r["tp_ratio_1x2_over_1x1"] > 0
     assert r["dp_step_ms"] >= r["dp_replicas_decode_ms"] > 0 and r["dp_total_batch"] == 8
+    assert r["dp1_step_ms"] > 0 and r["dp_ratio_2_over_1"] > 0
 
 
 def test_vllm_async_vs_sync_smoke():
