@@ -82,6 +82,7 @@ from .device import (
     synchronize_device,
 )
 from .distributed_norm import rms_norm_post_all_gather, rms_norm_pre_all_gather
+from .clamp import clamp
 from .eltwise import add, eq, exp, fill, ge, gt, log, mul, multiply, silu, softmax, sub, subtract
 from .embedding import EmbeddingsType, embedding
 from .errors import TTError

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 REGISTERED_OPERATIONS = frozenset("""
-add all_gather all_reduce argmax as_tensor clone concat copy_host_to_device_tensor deallocate embedding empty fill
+add all_gather all_reduce argmax clamp as_tensor clone concat copy_host_to_device_tensor deallocate embedding empty fill
 fill_implicit_tile_padding from_device from_torch interleaved_to_sharded linear manual_seed matmul mul multiply permute
 plus_one reduce_scatter reshape rms_norm sampling scale_mask_softmax scale_mask_softmax_in_place sharded_to_interleaved
 silu slice softmax softmax_in_place sparse_matmul to_device to_layout

@@ -69,7 +69,7 @@ def all_rules() -> list[Rule]:
     # Importing the op modules registers their rules.
     import importlib
 
-    for module in ("conversion", "copy_op", "data_movement", "distributed_norm", "eltwise", "embedding",
+    for module in ("clamp", "conversion", "copy_op", "data_movement", "distributed_norm", "eltwise", "embedding",
                    "experimental", "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding",
                    "paged_cache", "placement", "reduction", "rotary", "sampling", "sdpa_decode", "sparse_matmul",
                    "transformer"):
