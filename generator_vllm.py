@@ -289,6 +289,10 @@ class TTMixtralForCausalLM(TTCausalLM):
     architecture = "MixtralForCausalLM"
 
 
+class TTGptOssForCausalLM(TTCausalLM):
+    architecture = "GptOssForCausalLM"
+
+
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
                                            TTQwen3ForCausalLM, TTGemma3ForCausalLM, TTQwen3MoeForCausalLM,
-                                           TTMixtralForCausalLM)}
+                                           TTMixtralForCausalLM, TTGptOssForCausalLM)}

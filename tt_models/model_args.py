@@ -16,6 +16,7 @@ SUPPORTED_ARCHITECTURES = {
     "Gemma3ForCausalLM": "gemma3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
     "MixtralForCausalLM": "mixtral",
+    "GptOssForCausalLM": "gpt_oss",
 }
 # Architectures people ask for that are refused, with the reason (rather than only "unsupported").
 REFUSED_ARCHITECTURES = {
@@ -26,10 +27,11 @@ REFUSED_ARCHITECTURES = {
                                       "gemma-3-1b, is)",
 }
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
-MODEL_TYPES = {"gemma3_text": "gemma3"}
+MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss"}
 # Mixture-of-experts families: their MLPs are a router over experts (tt_models/layers/moe.py).
-MOE_FAMILIES = ("qwen3_moe", "mixtral")
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+MOE_FAMILIES = ("qwen3_moe", "mixtral", "gpt_oss")
+# yarn: GPT-OSS's; its inverse frequencies and cos/sin scaling come from transformers' own function (tt_models/rope.py).
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
 SUPPORTED_ACTIVATIONS = {"gemma3": ("gelu_pytorch_tanh",)}
 DEFAULT_ACTIVATIONS = ("silu",)
@@ -71,6 +73,13 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
         raise UnsupportedModelError(f"{experts} experts with {k} per token: expected at least 2 experts and "
                                     f"1 <= experts per token <= experts")
     n = config.num_hidden_layers
+    if family == "gpt_oss":
+        # GPT-OSS takes the top k logits, then the softmax over them: the same weights as softmax-topk-renormalize
+        # (the common factor cancels), so norm_topk_prob. Its router and experts have biases and its experts the
+        # clamped SwiGLU.
+        return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.intermediate_size,
+                    norm_topk_prob=True, moe_layers=(True,) * n, moe_bias=True,
+                    swiglu_clamp=(float(config.swiglu_alpha), float(config.swiglu_limit)))
     if family == "mixtral":
         # Mixtral's experts are intermediate_size wide, every layer is MoE and the top-k weights always sum to 1.
         return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.intermediate_size,
@@ -86,6 +95,14 @@ def _refuse_unsupported_fields(config: Any, family: str) -> None:
     quant = getattr(config, "quantization_config", None)
     if quant:
         method = quant.get("quant_method", "?") if isinstance(quant, dict) else getattr(quant, "quant_method", "?")
+        if method == "mxfp4":
+            # The released GPT-OSS checkpoints keep their experts as MXFP4 blocks + scales; the TT models are
+            # checked against HF's dequantized bf16 weights, which are what they load.
+            raise UnsupportedModelError(
+                "the checkpoint is quantized (quantization_config quant_method='mxfp4': MXFP4 expert blocks and "
+                "scales), which the TT models do not read: dequantize it to bf16 first (transformers: "
+                "from_pretrained(..., quantization_config=Mxfp4Config(dequantize=True)), then save_pretrained) and "
+                "serve that; the profiles round the bf16 experts to bfloat8_b / bfloat4_b themselves")
         raise UnsupportedModelError(
             f"the checkpoint is quantized (quantization_config quant_method={method!r}); TT models load bf16/fp32 "
             f"weights and round them to the profile's bfloat8_b / bfloat4_b themselves: use the unquantized "
@@ -97,7 +114,7 @@ def _refuse_unsupported_fields(config: Any, family: str) -> None:
                                         f"implemented by the TT models")
     if family in MOE_FAMILIES and getattr(config, "shared_expert_intermediate_size", 0):
         raise UnsupportedModelError("shared experts (shared_expert_intermediate_size) are not implemented")
-    if family != "qwen2" and getattr(config, "attention_bias", False):
+    if family not in ("qwen2", "gpt_oss") and getattr(config, "attention_bias", False):
         # Llama / Mistral / Qwen3 configs put a bias on q, k, v and o_proj together.
         raise UnsupportedModelError(f"attention_bias=True ({family}: biases on q/k/v and o_proj): the o_proj bias is "
                                     f"not implemented")
@@ -143,6 +160,15 @@ class ModelArgs:
     norm_topk_prob: bool = False
     # Per layer, whether its MLP is the MoE block (Qwen3-MoE's mlp_only_layers / decoder_sparse_step keep some dense).
     moe_layers: tuple[bool, ...] = ()
+    # GPT-OSS's switches: biases on the router and on every expert's gate, up and down projections; the experts'
+    # clamped SwiGLU (alpha, limit): (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
+    # (None: SiLU(gate) * up); a bias on o_proj; one learned sink logit per attention head.
+    moe_bias: bool = False
+    swiglu_clamp: tuple[float, float] | None = None
+    o_bias: bool = False
+    attention_sinks: bool = False
+    # Whether the config keeps one RoPE setting per layer type (Gemma 3), so that each type has its own table.
+    rope_per_kind: bool = False
 
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
@@ -164,7 +190,8 @@ class ModelArgs:
         _refuse_unsupported_fields(config, family)
         rope = getattr(config, "rope_parameters", None) or {}
         # Gemma 3 keeps one RoPE setting per layer kind ({"full_attention": {...}, "sliding_attention": {...}}).
-        for params in (rope.values() if rope and all(k in (SLIDING, FULL) for k in rope) else [rope]):
+        rope_per_kind = bool(rope) and all(k in (SLIDING, FULL) for k in rope)
+        for params in (rope.values() if rope_per_kind else [rope]):
             rope_type = params.get("rope_type", "default")
             if rope_type not in SUPPORTED_ROPE_TYPES:
                 raise UnsupportedModelError(f"rope type {rope_type!r} is not supported; supported: "
@@ -178,11 +205,11 @@ class ModelArgs:
         n_heads = config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
         window = None
-        if family in ("mistral", "gemma3", "mixtral") or (family in ("qwen2", "qwen3", "qwen3_moe")
+        if family in ("mistral", "gemma3", "mixtral", "gpt_oss") or (family in ("qwen2", "qwen3", "qwen3_moe")
                                                 and getattr(config, "use_sliding_window", False)):
             window = getattr(config, "sliding_window", None)
         layer_types = None
-        if family == "gemma3":
+        if family in ("gemma3", "gpt_oss"):  # GPT-OSS: sliding (128) and full layers alternate
             layer_types = tuple(config.layer_types)
             if len(layer_types) != config.num_hidden_layers or any(t not in (SLIDING, FULL) for t in layer_types):
                 raise UnsupportedModelError(f"layer_types {list(layer_types)}: expected one of {SLIDING!r} / "
@@ -192,7 +219,7 @@ class ModelArgs:
         elif window is not None:
             if any(t != SLIDING for t in getattr(config, "layer_types", None) or []):
                 raise UnsupportedModelError("mixed sliding/full attention layers are not supported")
-        gemma = family == "gemma3"
+        gemma, gpt_oss = family == "gemma3", family == "gpt_oss"
         moe = _moe_fields(config, family) if family in MOE_FAMILIES else {}
         return cls(
             family=family,
@@ -206,7 +233,7 @@ class ModelArgs:
             norm_eps=config.rms_norm_eps,
             max_position_embeddings=config.max_position_embeddings,
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
-            qkv_bias=family == "qwen2",
+            qkv_bias=family == "qwen2" or (gpt_oss and bool(getattr(config, "attention_bias", False))),
             qk_norm=family in ("qwen3", "gemma3", "qwen3_moe"),
             sliding_window=window,
             hf_config=config,
@@ -217,6 +244,9 @@ class ModelArgs:
             embed_scale=float(torch.tensor(config.hidden_size**0.5).to(torch.bfloat16)) if gemma else None,
             attn_scale=config.query_pre_attn_scalar**-0.5 if gemma else None,
             layer_types=layer_types,
+            o_bias=gpt_oss and bool(getattr(config, "attention_bias", False)),
+            attention_sinks=gpt_oss,
+            rope_per_kind=rope_per_kind,
             **moe,
         )
 
@@ -232,7 +262,7 @@ class ModelArgs:
 
     def rope_kind(self, layer: int) -> str | None:
         """Which RoPE table layer `layer` reads: its layer type where the config has one per kind, else None."""
-        return self.layer_types[layer] if self.layer_types is not None else None
+        return self.layer_types[layer] if self.layer_types is not None and self.rope_per_kind else None
 
     def check_tt_limits(self) -> None:
         """Shapes the TT ops need; refused up front instead of failing inside an op."""

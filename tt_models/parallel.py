@@ -385,6 +385,14 @@ def output_columns(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | No
     return column_parallel(plan, rows)
 
 
+def head_split(plan: TPPlan, dim: int) -> Shard | None:
+    """A per-Q-head tensor (attention sinks) split along tensor dim `dim` as the Q heads are: each chip (2-D: each
+    row, replicated along it) its contiguous block. None on one chip."""
+    if plan.two_d:
+        return _two_way(plan, dim, None)
+    return Shard(dim, plan.devices) if plan.devices > 1 else None
+
+
 def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
     """Each chip's columns of the residual stream, as a weight holds them: dim 3 of the embedding table
     [1, 1, vocab, hidden], dim 2 of a norm weight's [1, 1, hidden / 32, 32] sticks (2-D: over the columns,

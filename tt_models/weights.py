@@ -130,6 +130,46 @@ class WeightStore:
 
         return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
+    def expert_bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+        """One bias [out] per expert, stacked as [1, experts, 1, out] tiles: added to sparse_matmul's per-expert
+        output blocks [groups, experts, 32, out] (broadcast over groups and rows); `shard` as for `experts`."""
+        def make() -> torch.Tensor:
+            b = torch.stack([self.sd[n] for n in names])[:, None]
+            if shard is not None and shard.mesh_dims is not None:
+                return b.reshape(shard.mesh_shape[0], -1, *b.shape[1:]).contiguous()
+            return b[None].contiguous()
+
+        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
+
+    def router_bias(self, name: str, cache_name: str, orders: list[torch.Tensor],
+                    grid: tuple[int, int] | None = None) -> Any:
+        """A router's bias [E] as [1, 1, 1, E], each chip's copy in that chip's column order (as `router`)."""
+        if len(orders) == 1:
+            return self.bias([name], cache_name)
+        if grid is None:
+            return self.bias([name], cache_name, shard=Shard(3, len(orders), torch.cat(orders)))
+        rows, cols = grid
+
+        def make() -> torch.Tensor:
+            b = self.sd[name]
+            return torch.stack([torch.cat([b[orders[r * cols + c]] for c in range(cols)])
+                                for r in range(rows)])[:, None, None].contiguous()
+
+        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT,
+                               shard=Shard(None, len(orders), None, (0, 3), grid))
+
+    def sinks(self, name: str, cache_name: str, scale: float, decode: bool, shard: Shard | None = None) -> Any:
+        """Per-head attention sink logits, divided by the softmax scale (the SDPA kernels multiply the sink by it,
+        as the Q.K logits): prefill's [1, heads, 1, 1], or decode's [heads, 32] with the sink in column 0 (one tile
+        wide, as paged SDPA decode reads it); `shard` splits the heads (dim 1 / dim 0) over the chips."""
+        def make() -> torch.Tensor:
+            s = self.sd[name].float() / scale
+            if not decode:
+                return s.reshape(1, -1, 1, 1)
+            return torch.nn.functional.pad(s[:, None], (0, 31))
+
+        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
+
     def norm(self, name: str, shard: Shard | None = None) -> Any:
         """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads; `shard` (on dim 2):
         each chip its own columns' sticks, for the distributed rms_norm."""
@@ -189,6 +229,18 @@ class ShapeOnlyWeights(WeightStore):
         out = self._out(sum(self.shapes[n][0] for n in names), shard)
         return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
+    def expert_bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), 1, self.shapes[names[0]][0]),
+                           ttnn.bfloat16, ttnn.TILE_LAYOUT)
+
+    def router_bias(self, name: str, cache_name: str, orders: list[torch.Tensor],
+                    grid: tuple[int, int] | None = None) -> Any:
+        return self._empty((1, 1, 1, self.shapes[name][0]), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+
+    def sinks(self, name: str, cache_name: str, scale: float, decode: bool, shard: Shard | None = None) -> Any:
+        heads = self.shapes[name][0] // (shard.parts(0 if decode else 1) if shard is not None else 1)
+        return self._empty((heads, 32) if decode else (1, heads, 1, 1), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+
     def norm(self, name: str, shard: Shard | None = None) -> Any:
         n = shard.parts(2) if shard is not None else 1
         return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), self.norm_dtype, ttnn.ROW_MAJOR_LAYOUT)
@@ -224,12 +276,17 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
                            p + "attention.wv.bias": (args.n_kv_heads * hd,)})
         if args.qk_norm:
             shapes.update({p + "attention.q_norm.weight": (hd,), p + "attention.k_norm.weight": (hd,)})
+        if args.o_bias:
+            shapes[p + "attention.wo.bias"] = (dim,)
+        if args.attention_sinks:
+            shapes[p + "attention.sinks"] = (args.n_heads,)
     return shapes
 
 
-def expert_names(layer: int, experts: int, which: str) -> list[str]:
-    """The Meta names of one projection (w1 gate, w3 up, w2 down) of every expert of a MoE layer, in expert order."""
-    return [f"layers.{layer}.feed_forward.experts.{e}.{which}.weight" for e in range(experts)]
+def expert_names(layer: int, experts: int, which: str, kind: str = "weight") -> list[str]:
+    """The Meta names of one projection (w1 gate, w3 up, w2 down) of every expert of a MoE layer, in expert order
+    (kind "bias": their biases, GPT-OSS)."""
+    return [f"layers.{layer}.feed_forward.experts.{e}.{which}.{kind}" for e in range(experts)]
 
 
 def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
@@ -242,6 +299,10 @@ def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
     shapes = {p + "gate.weight": (n, dim)}
     for which, shape in (("w1", (hid, dim)), ("w3", (hid, dim)), ("w2", (dim, hid))):
         shapes.update({name: shape for name in expert_names(layer, n, which)})
+        if args.moe_bias:  # GPT-OSS: a bias on the router and on each expert's projections
+            shapes.update({name: shape[:1] for name in expert_names(layer, n, which, "bias")})
+    if args.moe_bias:
+        shapes[p + "gate.bias"] = (n,)
     return shapes
 
 

@@ -55,3 +55,7 @@ class TTQwen3MoeForCausalLM(_TTAdapter):
 
 class TTMixtralForCausalLM(_TTAdapter):
     pass
+
+
+class TTGptOssForCausalLM(_TTAdapter):
+    pass

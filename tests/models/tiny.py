@@ -11,6 +11,7 @@ from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     Gemma3TextConfig,
+    GptOssConfig,
     LlamaConfig,
     MistralConfig,
     MixtralConfig,
@@ -76,7 +77,22 @@ MOE_FAMILIES = {
     "mixtral": (MixtralConfig, dict(hidden_size=128, intermediate_size=96, num_local_experts=8,
                                     num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4,
                                     num_key_value_heads=2, sliding_window=48, tie_word_embeddings=False)),
+    # GPT-OSS: 2 of 8 experts chosen top-k-then-softmax, biases on the router, the experts (gate/up interleaved),
+    # q/k/v and o_proj, the clamped SwiGLU at gpt-oss-20b's alpha / limit, one learned sink logit per head, sliding
+    # (window shorter than the test's prompt + generation) and full layers alternating, YaRN RoPE (gpt-oss-20b's
+    # betas, a smaller factor and original length), head_dim 64 as the real model's.
+    "gpt_oss": (GptOssConfig, dict(hidden_size=128, intermediate_size=64, num_local_experts=8, num_experts_per_tok=2,
+                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                   sliding_window=48, layer_types=["sliding_attention", "full_attention"],
+                                   swiglu_alpha=1.702, swiglu_limit=7.0, attention_bias=True,
+                                   tie_word_embeddings=False,
+                                   rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0,
+                                                        beta_fast=32.0, beta_slow=1.0, truncate=False,
+                                                        original_max_position_embeddings=256))),
 }
+# Parameters HF initializes to zero that a family's test model randomizes, so that a missing one shows (GPT-OSS's
+# expert biases).
+ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
 
 
 def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
@@ -92,6 +108,9 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
         # A trained LM's logits are peaked (std of several units); random init at 0.08 gives flat ones where
         # every greedy pick is a near-coin-flip. Scaling the output projection makes greedy choices meaningful.
         model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
+        for name, p in model.named_parameters():
+            if name.endswith(ZERO_INIT.get(family.removesuffix("_wide"), ())):
+                p.normal_(0.0, 0.5)
         for p in model.parameters():
             if p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))

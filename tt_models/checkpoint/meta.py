@@ -18,6 +18,7 @@ _RENAMES = (
     ("post_attention_layernorm", "ffn_norm"),
     ("self_attn", "attention"),
     ("block_sparse_moe", "feed_forward"),  # Mixtral's MoE block (its experts' w1/w2/w3 keep their names)
+    ("mlp.router", "mlp.gate"),  # GPT-OSS's router (weight and bias)
     ("mlp", "feed_forward"),
     ("q_proj", "wq"),
     ("k_proj", "wk"),
@@ -52,6 +53,29 @@ def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tens
     return w.reshape(n_heads, head_dim, *w.shape[1:])[:, order].reshape(w.shape)
 
 
+def split_fused_experts(name: str, w: torch.Tensor) -> dict[str, torch.Tensor] | None:
+    """GPT-OSS keeps a layer's experts as 3-D tensors, x @ W (transposed against nn.Linear's [out, in]), with the
+    gate and up columns interleaved (gate = [..., ::2], up = [..., 1::2]): `mlp.experts.gate_up_proj` [E, H, 2I]
+    (+ `_bias` [E, 2I]) and `mlp.experts.down_proj` [E, I, H] (+ `_bias` [E, H]). Returns each expert's Meta
+    w1 (gate) / w3 (up) / w2 (down) weight [out, in] and bias (views, no copies), or None for another tensor."""
+    prefix, _, tail = name.rpartition(".mlp.experts.")
+    if not prefix or tail not in ("gate_up_proj", "gate_up_proj_bias", "down_proj", "down_proj_bias"):
+        return None
+    base = meta_name(prefix + ".mlp.experts")
+    out: dict[str, torch.Tensor] = {}
+    for e in range(w.shape[0]):
+        p = f"{base}.{e}."
+        if tail == "gate_up_proj":
+            out[p + "w1.weight"], out[p + "w3.weight"] = w[e][:, ::2].t(), w[e][:, 1::2].t()
+        elif tail == "gate_up_proj_bias":
+            out[p + "w1.bias"], out[p + "w3.bias"] = w[e][::2], w[e][1::2]
+        elif tail == "down_proj":
+            out[p + "w2.weight"] = w[e].t()
+        else:
+            out[p + "w2.bias"] = w[e]
+    return out
+
+
 def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int, head_dim: int,
                sandwich_norms: bool = False, norm_unit_offset: bool = False) -> dict[str, torch.Tensor]:
     """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE.
@@ -63,6 +87,10 @@ def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: in
     out: dict[str, torch.Tensor] = {}
     for name, w in state_dict.items():
         if "rotary_emb" in name:
+            continue
+        experts = split_fused_experts(name, w)
+        if experts is not None:
+            out.update(experts)
             continue
         new = meta_name(name, sandwich_norms)
         if norm_unit_offset and new.endswith("norm.weight"):

@@ -19,7 +19,15 @@ from tt_models.layers.collectives import gather_users, reduce_inputs, reduce_par
 from tt_models.layers.linear import prefill_linear
 from tt_models.layouts import ModelLayouts, fp32_representable, sdpa_prefill
 from tt_models.model_args import ModelArgs
-from tt_models.parallel import TPPlan, column_parallel, output_columns, row_parallel, single_device_plan
+from tt_models.parallel import (
+    TPPlan,
+    column_parallel,
+    head_split,
+    output_columns,
+    residual_columns,
+    row_parallel,
+    single_device_plan,
+)
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore
 
@@ -64,6 +72,18 @@ class Attention:
         self.bqkv = (weights.bias([n.replace("weight", "bias") for n in qkv], p + "bqkv",
                                   shard=output_columns(plan, plan.qkv_rows(args))) if args.qkv_bias else None)
         self.wo = weights.linear([p + "wo.weight"], prec.wo, p + "wo", layouts.weights["wo"], shard=row_parallel(plan))
+        # GPT-OSS: a bias on WO's output, added once to each chip's columns of the reduced sum (every chip adding
+        # it before the reduction would count it N times).
+        self.bo = (weights.bias([p + "wo.bias"], p + "bo", shard=residual_columns(plan, 3)) if args.o_bias
+                   else None)
+        # GPT-OSS: one learned logit per head joins its softmax's denominator (HF concatenates it to the scaled
+        # Q.K logits and drops its column after the softmax); the SDPA ops take it per head of this chip.
+        self.sink_prefill = self.sink_decode = None
+        if args.attention_sinks:
+            self.sink_prefill = weights.sinks(p + "sinks", p + "sinks.prefill", self.scale, decode=False,
+                                              shard=head_split(plan, 1))
+            self.sink_decode = weights.sinks(p + "sinks", p + "sinks.decode", self.scale, decode=True,
+                                             shard=head_split(plan, 0))
         self.q_norm = weights.norm(p + "q_norm.weight") if args.qk_norm else None
         self.k_norm = weights.norm(p + "k_norm.weight") if args.qk_norm else None
 
@@ -91,6 +111,18 @@ class Attention:
 
     def _qkv_bias(self, qkv: Any) -> Any:
         return qkv if self.bqkv is None else ttnn.add(qkv, self.bqkv, dtype=self.prec.residual)
+
+    def _o_bias(self, out: Any, memory_config: Any) -> Any:
+        """WO's bias on this chip's columns of the (reduced) output, interleaved in memory_config."""
+        if self.bo is None:
+            return out
+        if out.is_sharded():  # one chip's decode: the width-sharded matmul output
+            flat = ttnn.sharded_to_interleaved(out, memory_config)
+            ttnn.deallocate(out)
+            out = flat
+        biased = ttnn.add(out, self.bo, dtype=self.prec.residual, memory_config=memory_config)
+        ttnn.deallocate(out)
+        return biased
 
     # ---------------- prefill ----------------
     def prefill(self, x: Any, rot: Rot, kv_cache: list, page_table: Any, user_id: int,
@@ -126,21 +158,24 @@ class Attention:
         if chunk_start > 0:
             attn = ttnn.transformer.chunked_scaled_dot_product_attention(
                 q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
-                program_config=sdpa_prefill(seq, chunk_start, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"],
-                sliding_window_size=self.window)
+                program_config=sdpa_prefill(seq, chunk_start, lay.grid),
+                compute_kernel_config=k_ops["SDPA_PREFILL"], sliding_window_size=self.window,
+                attention_sink=self.sink_prefill)
         else:
             # Attend to K/V as the cache holds them (rounded to its dtype), as a prefix-cache hit's chunked SDPA and
             # every decode step do: otherwise greedy output would depend on whether the prefix was cached.
             attn = ttnn.transformer.scaled_dot_product_attention(
                 q, cached[0], cached[1], is_causal=True, scale=self.scale, sliding_window_size=self.window,
-                program_config=sdpa_prefill(seq, 0, lay.grid), compute_kernel_config=k_ops["SDPA_PREFILL"])
+                attention_sink=self.sink_prefill, program_config=sdpa_prefill(seq, 0, lay.grid),
+                compute_kernel_config=k_ops["SDPA_PREFILL"])
         for t in {id(t): t for t in (q, k, v, *cached)}.values():
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
         mm = lay.prefill_matmul(seq, a.n_heads * hd, a.dim, out, self.wo, self.prec.residual, k_ops["LI_O_PREFILL"])
         out = prefill_linear(out, self.wo, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
                              compute_kernel_config=k_ops["LI_O_PREFILL"])
-        return reduce_partials(out, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        return self._o_bias(reduce_partials(out, self.plan, dram), dram)
 
     # ---------------- decode ----------------
     def decode(self, x: Any, rot: Rot, kv_cache: list, current_pos: Any, page_table: Any,
@@ -173,7 +208,8 @@ class Attention:
                                                        page_table=page_table)
         attn = ttnn.transformer.paged_scaled_dot_product_attention_decode(
             q, k_cache, v_cache, page_table, cur_pos_tensor=current_pos, scale=self.scale,
-            sliding_window_size=self.window, program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+            sliding_window_size=self.window, attention_sink=self.sink_decode,
+            program_config=d.sdpa, memory_config=ttnn.DRAM_MEMORY_CONFIG,
             compute_kernel_config=k_ops["SDPA_DECODE"])
         for t in (q, k, v):
             ttnn.deallocate(t)
@@ -184,4 +220,4 @@ class Attention:
         ttnn.deallocate(attn)
         out = ttnn.linear(out, self.wo, dtype=self.prec.residual, memory_config=ttnn.L1_WIDTH_SHARDED_MEMORY_CONFIG,
                           program_config=d.wo.program, compute_kernel_config=k_ops["LI_O_DECODE"])
-        return reduce_partials(out, self.plan, ttnn.L1_MEMORY_CONFIG)
+        return self._o_bias(reduce_partials(out, self.plan, ttnn.L1_MEMORY_CONFIG), ttnn.L1_MEMORY_CONFIG)

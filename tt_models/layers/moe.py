@@ -91,6 +91,15 @@ class MoE:
         self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1", experts)
         self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3", experts)
         self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", experts)
+        # GPT-OSS: the router's bias (in each chip's column order, as its weight) and each expert's biases,
+        # [1, experts, 1, out], added to the sparse products' per-expert blocks.
+        self.router_bias = self.b1 = self.b3 = self.b2 = None
+        if args.moe_bias:
+            self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
+            self.b1, self.b3, self.b2 = (
+                weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}", experts)
+                for w in ("w1", "w3", "w2"))
+        self.swiglu_clamp = args.swiglu_clamp
         grid = device.compute_with_storage_grid_size()
         grid = (grid.x, grid.y)
         acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
@@ -104,7 +113,7 @@ class MoE:
         """[1, 1, rows, experts] fp32: each token's weight for each expert, zero where it did not select it; on a
         mesh in the chip's router order, its own experts first."""
         dram = ttnn.DRAM_MEMORY_CONFIG
-        logits = ttnn.linear(x, self.router, dtype=ttnn.float32, memory_config=dram,
+        logits = ttnn.linear(x, self.router, bias=self.router_bias, dtype=ttnn.float32, memory_config=dram,
                              compute_kernel_config=self.router_kernel)
         values, indices = ttnn.topk(logits, k=self.k, dim=-1, memory_config=dram)
         ttnn.deallocate(indices)
@@ -155,16 +164,14 @@ class MoE:
                                   memory_config=dram, dtype=prec.residual, compute_kernel_config=kern["LI_FF1_FF3"])
         up = ttnn.sparse_matmul(xg, self.w3, sparsity=sparsity, program_config=self.up_program,
                                 memory_config=dram, dtype=prec.residual, compute_kernel_config=kern["LI_FF1_FF3"])
-        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=prec.activation,
-                     memory_config=dram)
-        ttnn.deallocate(gate)
-        ttnn.deallocate(up)
-        h = ttnn.reshape(h, (groups, experts, TILE, self.hidden))
+        blocks = (groups, experts, TILE, self.hidden)
+        h = self._glu(ttnn.reshape(gate, blocks), ttnn.reshape(up, blocks))
         sparsity_a = ttnn.reshape(sparsity, (1, 1, groups, experts))
         out = ttnn.sparse_matmul(h, self.w2, sparsity=sparsity_a, program_config=self.down_program,
                                  is_input_a_sparse=True, is_input_b_sparse=False, memory_config=dram,
                                  dtype=prec.residual, compute_kernel_config=kern["LI_FF2"])  # [groups, E, 32, dim]
         ttnn.deallocate(h)
+        out = self._bias(out, self.b2, prec.residual)
         ttnn.deallocate(sparsity)
         # Each (group, expert) block's rows times their tokens' weights for that expert: [groups, E, 32, 1].
         scale = ttnn.permute(grouped_w, (1, 3, 2, 0), memory_config=dram)
@@ -176,6 +183,44 @@ class MoE:
         ttnn.deallocate(weighted)
         out = ttnn.reshape(summed, (1, 1, rows, dim))
         return out if self.plan is None else reduce_experts(out, self.plan, memory_config)
+
+    def _bias(self, blocks: Any, bias: Any, dtype: Any) -> Any:
+        """Per-expert blocks [groups, E, 32, n] plus each expert's bias [1, E, 1, n] (GPT-OSS); the blocks of
+        experts a group skipped are zero and get the bias too, which their zero routing weight then drops."""
+        if bias is None:
+            return blocks
+        out = ttnn.add(blocks, bias, dtype=dtype, memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        ttnn.deallocate(blocks)
+        return out
+
+    def _glu(self, gate: Any, up: Any) -> Any:
+        """The experts' gated activation of the gate and up blocks [groups, E, 32, hidden]: SiLU(gate) * up, or
+        GPT-OSS's clamped SwiGLU (up + 1) * g * sigmoid(alpha * g), g = min(gate, limit), up clamped to
+        [-limit, limit], each step an element-wise op (as tt-metal's GPT-OSS experts apply it); both after the
+        experts' biases."""
+        dram, act = ttnn.DRAM_MEMORY_CONFIG, self.prec.activation
+        if self.swiglu_clamp is None:
+            h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=act, memory_config=dram)
+            ttnn.deallocate(gate)
+            ttnn.deallocate(up)
+            return h
+        alpha, limit = self.swiglu_clamp
+        gate = self._bias(gate, self.b1, self.prec.residual)
+        up = self._bias(up, self.b3, self.prec.residual)
+        g = ttnn.clamp(gate, None, limit, memory_config=dram)
+        u = ttnn.clamp(up, -limit, limit, memory_config=dram)
+        ttnn.deallocate(gate)
+        ttnn.deallocate(up)
+        scaled = ttnn.mul(g, alpha, memory_config=dram)
+        glu = ttnn.mul(g, scaled, input_tensor_b_activations=[ttnn.UnaryOpType.SIGMOID], memory_config=dram)
+        for t in (g, scaled):
+            ttnn.deallocate(t)
+        u1 = ttnn.add(u, 1.0, memory_config=dram)
+        ttnn.deallocate(u)
+        h = ttnn.mul(u1, glu, dtype=act, memory_config=dram)
+        ttnn.deallocate(u1)
+        ttnn.deallocate(glu)
+        return h
 
     def _whole(self, x: Any) -> Any:
         """The normed activation with every column, interleaved in DRAM (a new tensor, or x itself): on a 2-D mesh
