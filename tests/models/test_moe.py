@@ -117,7 +117,8 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
 
 
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)),
-                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4))])
+                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (1, 8)),
+                                               ("gpt_oss", (2, 4))])
 def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
     """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
     on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K), greedy tokens equal HF's (reference, traced decode
