@@ -7,11 +7,15 @@ n-gram drafts exist for) and `fresh` (questions whose answers copy nothing). For
 - model steps per generated token of a request (after its prompt's): decode steps without speculation (one per
   token), decode plus verify steps with it (a verify step gives each request 1 + its accepted drafts), counted by
   the runner;
+- a request's own steps per token (each verify step gives it 1 + the drafts it accepted): the engine's steps above
+  follow the batch's slowest request, while in a serving mix a finished request's rows go to new ones;
 - device replays per token: a verify step of B requests with k drafts takes ceil(B (k + 1) / 32) replays of the
   decode-sized trace (vllm_patches/spec_decode.py), which is what a memory-bound device spends per step;
 - vLLM's acceptance rate (accepted / proposed draft tokens) and mean accepted length (1 + accepted / drafts).
-On the simulator a verify replay costs about what a decode step costs, so its tokens/s follow the replays; on
-hardware decode is bound by reading the weights once per replay, so replays per token is the speed-up's measure.
+The simulator's paged decode attention costs in proportion to the live rows (a verify step of 8 requests with 3
+drafts has 32, a decode step 8), so its tokens/s fall at batch > 1; a device runs the 32 rows on 32 cores at once
+and is bound by reading the weights once per replay, so replays (and a request's steps) per token are the speed-up's
+measure there.
 """
 
 from __future__ import annotations
@@ -74,9 +78,14 @@ def run(engine: Any, prompts: list[str], tokens: int, batch: int, k: int) -> dic
     steps = d["decode"] + d["verify"]  # model steps after the prefills (whose first tokens are not counted)
     replays = d["decode"] + d["replays"]
     per_request = tokens - 1
+    # A request's own steps after its prompt: each gives it 1 + the drafts it accepted. The engine's steps are the
+    # batch's slowest request's (a request that finishes early leaves its rows to others in a serving mix).
+    request_steps = (generated - batch - accepted) / batch
     return {"tokens_per_s": generated / wall, "generated": generated, "model_steps": steps,
             "model_steps_per_token": steps / per_request, "device_replays": replays,
             "device_replays_per_token": replays / per_request,
+            "request_steps_per_token": request_steps / per_request,
+            "draft_tokens": proposed, "accepted_tokens": accepted,
             "acceptance_rate": accepted / proposed if proposed else None,
             "mean_accepted_length": 1 + accepted / drafts if drafts else None,
             "outputs": [list(o.outputs[0].token_ids) for o in outs]}
@@ -113,6 +122,7 @@ def main() -> None:
             r["same_tokens_as_plain"] = r["outputs"] == plain["outputs"]
             r["speedup_sim"] = r["tokens_per_s"] / plain["tokens_per_s"]
             r["speedup_replays"] = plain["device_replays_per_token"] / r["device_replays_per_token"]
+            r["speedup_request_steps"] = plain["request_steps_per_token"] / r["request_steps_per_token"]
     for r in result["runs"].values():
         del r["outputs"]
     text = json.dumps(result, indent=2)
