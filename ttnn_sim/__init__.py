@@ -21,6 +21,7 @@ from .ccl import (
     reset_global_semaphore_value,
     set_fabric_config,
 )
+from .clamp import clamp
 from .comparison import pearson_correlation_coefficient
 from .conversion import (
     ConcatMesh2dToTensor,
@@ -82,7 +83,6 @@ from .device import (
     synchronize_device,
 )
 from .distributed_norm import rms_norm_post_all_gather, rms_norm_pre_all_gather
-from .clamp import clamp
 from .eltwise import add, eq, exp, fill, ge, gt, log, mul, multiply, silu, softmax, sub, subtract
 from .embedding import EmbeddingsType, embedding
 from .errors import TTError
