@@ -46,8 +46,8 @@ def _variant(tiny_root, tmp_path, family, edit_config=None, edit_state=None):
     (lambda c: c.update(partial_rotary_factor=0.5), r"config field partial_rotary_factor=0.5 changes the model's "
                                                     r"math and is not implemented"),
     (lambda c: c.update(final_logit_softcapping=30.0), r"config field final_logit_softcapping=30.0"),
-    (lambda c: c.update(rope_parameters={"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
-                                         "original_max_position_embeddings": 256}), r"rope type 'yarn'"),
+    (lambda c: c.update(rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0}),
+     r"rope type 'dynamic'"),
     (lambda c: c.update(hidden_act="gelu"), r"activation 'gelu'"),
 ])
 def test_config_that_changes_the_math_is_refused(edit, message, tiny_root, tmp_path, mesh_device):
@@ -59,7 +59,7 @@ def test_config_that_changes_the_math_is_refused(edit, message, tiny_root, tmp_p
 @pytest.mark.parametrize("edit,message", [
     (lambda c: c.update(final_logit_softcapping=30.0), r"config field final_logit_softcapping=30.0"),
     (lambda c: c.update(use_bidirectional_attention=True), r"config field use_bidirectional_attention=True"),
-    (lambda c: c["rope_parameters"]["full_attention"].update(rope_type="yarn"), r"rope type 'yarn'"),
+    (lambda c: c["rope_parameters"]["full_attention"].update(rope_type="dynamic"), r"rope type 'dynamic'"),
     (lambda c: c.update(hidden_activation="gelu"), r"activation 'gelu' is not supported for gemma3"),
     (lambda c: c.update(layer_types=["chunked_attention"] * c["num_hidden_layers"]), r"layer_types"),
 ])
