@@ -13,7 +13,6 @@ heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_mesh_decode import tp_step_s  # a sibling: scripts run with benchmarks/ first on sys.path
+from bench_json import emit  # siblings: scripts run with benchmarks/ first on sys.path
+from bench_mesh_decode import tp_step_s
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
@@ -86,10 +86,7 @@ def main() -> None:
             eight = tp_step_s(path, (1, 8), "performance", a.batch, a.context, a.steps)
             out.update({"ep_decode_step_ms_1x1": round(1000 * one, 2), "ep_decode_step_ms_1x8": round(1000 * eight, 2),
                         "ep_ratio_1x8_over_1x1": round(eight / one, 3)})
-    text = json.dumps(out)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text + "\n")
+    emit(out, a.out, indent=None)
 
 
 if __name__ == "__main__":

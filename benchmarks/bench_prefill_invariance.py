@@ -12,12 +12,12 @@ is the smaller, less efficient matmuls and one chunked SDPA per block.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
 
 import torch
+from bench_json import emit  # a sibling: scripts run with benchmarks/ first on sys.path
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
@@ -79,11 +79,7 @@ def main() -> None:
     d, m = result["modes"]["default"]["prefill_s"], result["modes"]["cache_invariant_prefill"]["prefill_s"]
     result["prefill_cost_ratio"] = {n: round(m[n] / d[n], 2) for n in d}
     ttnn.close_mesh_device(mesh)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    emit(result, a.out)
 
 
 if __name__ == "__main__":

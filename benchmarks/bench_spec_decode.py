@@ -21,10 +21,11 @@ measure there.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
+
+from bench_json import emit  # a sibling: scripts run with benchmarks/ first on sys.path
 
 os.environ.setdefault("TT_BACKEND", "sim")
 os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc returning the runner's step counts
@@ -125,11 +126,7 @@ def main() -> None:
             r["speedup_request_steps"] = plain["request_steps_per_token"] / r["request_steps_per_token"]
     for r in result["runs"].values():
         del r["outputs"]
-    text = json.dumps(result, indent=2)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    emit(result, a.out)
 
 
 if __name__ == "__main__":
