@@ -115,12 +115,14 @@ def main() -> None:
                     help="HF dtypes measured; bf16 is the target's like-for-like reference, fp32 shows how "
                          "fast plain PyTorch is on this CPU when bf16 GEMMs lack hardware support")
     ap.add_argument("--skip-hf", action="store_true")
-    ap.add_argument("--model", choices=sorted(MODELS), default="smollm2")
+    ap.add_argument("--model", default="smollm2",
+                    help=f"one of {sorted(MODELS)}, or a checkpoint directory (the smoke test's cut SmolLM2)")
     args = ap.parse_args()
     profiles = args.profiles.split(",")
-    path = MODELS[args.model]()
+    path = MODELS[args.model]() if args.model in MODELS else args.model
+    name = args.model if args.model in MODELS else os.path.basename(os.path.normpath(path))
     cfg = AutoConfig.from_pretrained(path)
-    result: dict = {"benchmark": f"{args.model}_decode", "profiles": profiles, "steps": args.steps,
+    result: dict = {"benchmark": f"{name}_decode", "profiles": profiles, "steps": args.steps,
                     "prompt_len": args.prompt_len, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
                     "cpu_bf16_gemm": "native" if bf16_gemm_is_native() else "fp32 (no bf16 GEMM hardware)",
                     # Traced decode computes matmuls for live users only (TT_SIM_LIVE_ROWS=0: every row).

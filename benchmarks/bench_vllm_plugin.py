@@ -258,7 +258,7 @@ def itl_during_long_prefill(prompt_tokens: int = 4096, budget: int = 512) -> dic
     return result
 
 
-def async_vs_sync(n_prompts: int = PROMPTS, tokens: int = TOKENS) -> dict:
+def async_vs_sync(n_prompts: int = PROMPTS, tokens: int = TOKENS, model: str | None = None) -> dict:
     """Decode throughput with vLLM's async scheduling (step N+1 launched before step N's tokens are collected) vs
     the same engine with tt.async_decode=false, greedy on device: tokens per second over the whole run (all
     prompts admitted at once, so it is nearly all decode steps). Not the time from the first token: with async
@@ -268,7 +268,7 @@ def async_vs_sync(n_prompts: int = PROMPTS, tokens: int = TOKENS) -> dict:
     from tt_models.checkpoint import default_model_dir
 
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc reading the runner's record
-    path = str(default_model_dir())
+    path = model or str(default_model_dir())
     ids = [TokensPrompt(prompt_token_ids=p) for p in prompts(n_prompts)]
     params = SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True)
     result: dict = {"benchmark": "vllm_async_vs_sync_decode", "prompts": n_prompts, "tokens": tokens,
@@ -322,7 +322,9 @@ def main() -> None:
         print(json.dumps(generator_host_time(*map(int, sys.argv[2:5]))))
         return
     if part == "async":
-        print(json.dumps(async_vs_sync(*map(int, sys.argv[2:4]))))
+        # async [PROMPTS [TOKENS [MODEL_DIR]]]
+        counts = map(int, sys.argv[2:4])
+        print(json.dumps(async_vs_sync(*counts, *sys.argv[4:5])))
         return
     if part == "itl":
         print(json.dumps(itl_during_long_prefill(*map(int, sys.argv[2:3]))))

@@ -7,7 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def short_smollm2(tmp_path_factory) -> str:
+    """SmolLM2 cut to its first 4 layers: the smoke runs check that a benchmark runs end to end and reports what
+    it should, which the whole 30-layer model would only make slower."""
+    from tests.models.tiny import first_layers
+    from tt_models.checkpoint import default_model_dir
+
+    return str(first_layers(default_model_dir(), tmp_path_factory.mktemp("short"), 4))
 
 
 def run_bench(script: str, *args: str) -> dict:
@@ -23,9 +35,9 @@ def test_sim_paged_decode_smoke():
     assert r["simulator_ms"] > 0 and r["plain_torch_ms"] > 0 and r["max_abs_diff"] < 1e-2
 
 
-def test_smollm2_decode_smoke():
+def test_smollm2_decode_smoke(short_smollm2):
     r = run_bench("bench_smollm2_decode.py", "--steps", "2", "--repeats", "1", "--prompt-len", "16",
-                  "--profiles", "bf16")
+                  "--profiles", "bf16", "--model", short_smollm2)
     for key in ("sim_bf16_decode_tok_s_b1", "sim_bf16_decode_tok_s_b32", "hf_bf16_decode_tok_s_b32",
                 "hf_fp32_decode_tok_s_b32", "sim_bf16_prefill_s_1024", "ratio_b32_sim_over_hf",
                 "ratio_b32_sim_over_hf_fp32"):
@@ -59,8 +71,8 @@ def test_mesh_decode_smoke():
     assert r["dp1_step_ms"] > 0 and r["dp_ratio_2_over_1"] > 0
 
 
-def test_vllm_async_vs_sync_smoke():
-    r = run_bench("bench_vllm_plugin.py", "async", "2", "6")
+def test_vllm_async_vs_sync_smoke(short_smollm2):
+    r = run_bench("bench_vllm_plugin.py", "async", "2", "6", short_smollm2)
     assert r["async"]["async_scheduling"] and not r["sync"]["async_scheduling"]
     assert r["async"]["tok_s"] > 0 and r["sync"]["tok_s"] > 0 and r["ratio_async_over_sync"] > 0
     # 5 decode steps of one batch: the first launched alone, the others each overlapping the previous one.
