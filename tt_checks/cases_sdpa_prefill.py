@@ -158,6 +158,26 @@ def chunked() -> Iterator[tuple[str, dict]]:
     yield "sdpa-chunked/page-table-dram-6", ch(table=i32([1, 6]))
     yield "sdpa-chunked/hd-48", ch(T([1, 8, 128, 48]), T([64, 2, 64, 48]), T([64, 2, 64, 48]))
     yield "sdpa-chunked/grid-9x9", ch(program_config=pc(gx=9, gy=9))
+    # the attention sink (GPT-OSS): one logit per Q head, [1, nqh, 1, 1], as in the unchunked op
+    yield "sdpa-chunked/sink/ok", ch(attention_sink=T([1, 8, 1, 1]))
+    yield "sdpa-chunked/sink/start-tensor", ch(start=None, chunk_start_idx_tensor=i32([1]),
+                                               attention_sink=T([1, 8, 1, 1]))
+    yield "sdpa-chunked/sink/window-batch-2", ch(T([2, 8, 64, 64]), T([64, 1, 64, 64]), T([64, 1, 64, 64]),
+                                                 i32([2, 8]), sliding_window_size=64, attention_sink=T([1, 8, 1, 1]))
+    yield "sdpa-chunked/sink/bfp8", ch(attention_sink=T([1, 8, 1, 1], "BFLOAT8_B"))
+    yield "sdpa-chunked/sink/host", ch(attention_sink=host([1, 8, 1, 1], layout="TILE"))
+    yield "sdpa-chunked/sink/row-major", ch(attention_sink=T([1, 8, 1, 1], layout="ROW_MAJOR"))
+    yield "sdpa-chunked/sink/fp32", ch(attention_sink=T([1, 8, 1, 1], "FLOAT32"))
+    yield "sdpa-chunked/sink/l1", ch(attention_sink=T([1, 8, 1, 1], m=L1))
+    yield "sdpa-chunked/sink/batch-2", ch(attention_sink=T([2, 8, 1, 1]))
+    yield "sdpa-chunked/sink/kv-heads", ch(attention_sink=T([1, 2, 1, 1]))
+    yield "sdpa-chunked/sink/2d", ch(attention_sink=T([8, 32]))
+    yield "sdpa-chunked/sink/seq-32", ch(attention_sink=T([1, 8, 32, 1]))
+    yield "sdpa-chunked/sink/width-32", ch(attention_sink=T([1, 8, 1, 32]))
+    # the order: the device checks the sink after the chunked-mode rules and before the head_dim padding
+    yield "sdpa-chunked/sink/l1-pages-short", ch(table=i32([1, 4]), start=256, attention_sink=T([1, 8, 1, 1], m=L1))
+    yield "sdpa-chunked/sink/l1-hd-48", ch(T([1, 8, 128, 48]), T([64, 2, 64, 48]), T([64, 2, 64, 48]),
+                                           attention_sink=T([1, 8, 1, 1], m=L1))
 
 
 def copy_cases() -> Iterator[tuple[str, dict]]:

@@ -153,9 +153,25 @@ C_START_Q_CHUNK = C("chunk_start_idx must be a multiple of q_chunk_size. Got chu
 C_START_K_CHUNK = C("chunk_start_idx must be a multiple of k_chunk_size. Got chunk_start_idx: {}, k_chunk_size: {}",
                     "sdpa-chunked/start-32-k-chunk-64", "sdpa-chunked/start-32-chunks-32")
 C_PAGES = C("K's sequence length must be >= Q's sequence length + chunk_start_idx. Got K: {}, Q: {}, "
-            "chunk_start_idx: {}", "sdpa-chunked/pages-short", "sdpa-chunked/pages-exact")
+            "chunk_start_idx: {}", "sdpa-chunked/pages-short", "sdpa-chunked/sink/l1-pages-short",
+            "sdpa-chunked/pages-exact")
 C_PAGES_TENSOR = C("K's sequence length must be >= Q's sequence length. Got K: {}, Q: {}",
                    "sdpa-chunked/start-tensor-pages-short", "sdpa-chunked/start-tensor")
+# The attention sink (GPT-OSS): the unchunked op's rules, checked after the chunked-mode rules and before the
+# padding (sdpa-chunked/sink/l1-pages-short, sdpa-chunked/sink/l1-hd-48 show the order).
+C_SINK_TILE = C("Attention sink must be tilized", "sdpa-chunked/sink/row-major", "sdpa-chunked/sink/ok")
+C_SINK_DTYPE = C("Attention sink must be in BF16, BFP8, or BFP4 dataformat", "sdpa-chunked/sink/fp32",
+                 "sdpa-chunked/sink/bfp8")
+C_SINK_DRAM = C("Attention sink must be in DRAM", "sdpa-chunked/sink/l1", "sdpa-chunked/sink/l1-hd-48",
+                "sdpa-chunked/sink/ok")
+C_SINK_BATCH = C("Attention sink batch dimension must be 1. Got {}", "sdpa-chunked/sink/batch-2",
+                 "sdpa-chunked/sink/2d", "sdpa-chunked/sink/ok")
+C_SINK_HEADS = C("Attention sink num_heads must match Q num_heads. Got sink: {}, Q: {}",
+                 "sdpa-chunked/sink/kv-heads", "sdpa-chunked/sink/ok")
+C_SINK_SEQ = C("Attention sink sequence dimension must be 1. Got {}", "sdpa-chunked/sink/seq-32",
+               "sdpa-chunked/sink/ok")
+C_SINK_HIDDEN = C("Attention sink hidden dimension must be 1. Got {}", "sdpa-chunked/sink/width-32",
+                  "sdpa-chunked/sink/ok")
 C_PAD_BATCH = C(_PAD_BATCH, unreachable=_TILE_PADS)
 C_PAD_HEADS = C(_PAD_HEADS, unreachable=_TILE_PADS)
 C_PAD_HEAD_DIM = C(_PAD_HEAD_DIM, "sdpa-chunked/hd-48", "sdpa-chunked/ok")
@@ -200,6 +216,19 @@ def _check_padding(pad_head_dim: Rule, *tensors: Tensor) -> None:
     # Only the sequence may be padded; a head_dim that is not a tile multiple is.
     for t in tensors:
         pad_head_dim.require(t.padded_shape[3] == t.shape[3])
+
+
+def _check_sink(tile: Rule, dtype: Rule, dram: Rule, batch: Rule, heads: Rule, seq: Rule, hidden: Rule,
+                sink: Tensor, nqh: int) -> None:
+    """The attention sink: [1, nqh, 1, 1] (its logical dims 0..3 as given), tiled bf16/bfp8/bfp4 in DRAM."""
+    tile.require(sink.layout == Layout.TILE)
+    dtype.require(sink.dtype in _DTYPES or reference_precision(sink))
+    dram.require(sink.memory_config().buffer_type == BufferType.DRAM)
+    ss = tuple(sink.shape)
+    batch.require(ss[0] == 1, ss[0])
+    heads.require(len(ss) < 2 or ss[1] == nqh, ss[1] if len(ss) > 1 else None, nqh)
+    seq.require(len(ss) < 3 or ss[2] == 1, ss[2] if len(ss) > 2 else None)
+    hidden.require(len(ss) < 4 or ss[3] == 1, ss[3] if len(ss) > 3 else None)
 
 
 def _check_grid(grid: Rule, program_config: Any, q: Tensor) -> None:
@@ -301,14 +330,8 @@ def scaled_dot_product_attention(
         P_MASK_Q_LEN.require(mask.shape[2] == s)
         P_MASK_K_LEN.require(mask.shape[3] == sk)
     if sink is not None:
-        P_SINK_TILE.require(sink.layout == Layout.TILE)
-        P_SINK_DTYPE.require(sink.dtype in _DTYPES or reference_precision(sink))
-        P_SINK_DRAM.require(sink.memory_config().buffer_type == BufferType.DRAM)
-        ss = tuple(sink.shape)
-        P_SINK_BATCH.require(ss[0] == 1, ss[0])
-        P_SINK_HEADS.require(len(ss) < 2 or ss[1] == nqh, ss[1] if len(ss) > 1 else None, nqh)
-        P_SINK_SEQ.require(len(ss) < 3 or ss[2] == 1, ss[2] if len(ss) > 2 else None)
-        P_SINK_HIDDEN.require(len(ss) < 4 or ss[3] == 1, ss[3] if len(ss) > 3 else None)
+        _check_sink(P_SINK_TILE, P_SINK_DTYPE, P_SINK_DRAM, P_SINK_BATCH, P_SINK_HEADS, P_SINK_SEQ, P_SINK_HIDDEN,
+                    sink, nqh)
     if is_causal:
         P_CAUSAL_SEQ.require(s == sk, s, sk)
     P_KV_BATCH.require(k.shape[0] == b and v.shape[0] == b, k.shape[0], v.shape[0])
@@ -371,17 +394,20 @@ def chunked_scaled_dot_product_attention(
     attention_sink: Tensor | None = None,
 ) -> Tensor:
     """Causal attention of a chunk of queries at positions chunk_start_idx.. over keys 0..chunk end, read from the
-    paged cache (which must already hold this chunk's keys and values)."""
+    paged cache (which must already hold this chunk's keys and values). attention_sink [1, nqh, 1, 1]: as in
+    scaled_dot_product_attention, scale * sink joins each head's softmax denominator (0.81.1's kernel adds it to
+    the running max and sum after the last K chunk, chunked or not)."""
     op = "transformer.chunked_scaled_dot_product_attention"
     q, kc, vc, pt, start_t = input_tensor_q, input_tensor_k, input_tensor_v, page_table_tensor, chunk_start_idx_tensor
+    sink = attention_sink
     if not _binds_as_float(scale):
         raise IncompatibleArguments(op, C_SCALE.message.format(
             f"ttnn.{op}", f"chunked_scaled_dot_product_attention(..., scale={scale!r})"))
     C_START.require(chunk_start_idx is not None or start_t is not None)
     # Given both, the binding passes on the tensor.
     legacy = start_t is None
-    _check_inputs(C_HOST, C_TILIZED, C_DTYPE, C_INTERLEAVED, q, kc, vc, pt, start_t)
-    refuse_options(op, paged_cache_geometry=paged_cache_geometry, attention_sink=attention_sink)
+    _check_inputs(C_HOST, C_TILIZED, C_DTYPE, C_INTERLEAVED, q, kc, vc, pt, start_t, sink)
+    refuse_options(op, paged_cache_geometry=paged_cache_geometry)
     if legacy:
         C_START_NONNEG.require(chunk_start_idx >= 0)
     else:
@@ -406,6 +432,9 @@ def chunked_scaled_dot_product_attention(
         C_PAGES.require(kv_len >= s + chunk_start_idx, kv_len, s, chunk_start_idx)
     else:
         C_PAGES_TENSOR.require(kv_len >= s, kv_len, s)
+    if sink is not None:
+        _check_sink(C_SINK_TILE, C_SINK_DTYPE, C_SINK_DRAM, C_SINK_BATCH, C_SINK_HEADS, C_SINK_SEQ, C_SINK_HIDDEN,
+                    sink, nqh)
     _check_padding(C_PAD_HEAD_DIM, q, kc, vc)
     if legacy:
         C_PT_PAGE.require(_page_table_row_bytes(pt) % 32 == 0)
@@ -423,11 +452,14 @@ def chunked_scaled_dot_product_attention(
     sc = scale if scale is not None else 1.0 / math.sqrt(d)
     qpos = (torch.arange(s) + chunk_start_idx).expand(b, s)
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, table: torch.Tensor,
+                sk_: Any) -> torch.Tensor:
         blocks = table[:, :nblocks]
         check_blocks(op, blocks, kk.shape[0])
         keys = gather_pages(kk, blocks)[:, :, :end]
         vals = gather_pages(vv, blocks)[:, :, :end]
-        return attend(qq, keys, vals, qpos, None, sc, True, sliding_window_size)
+        sinks = None if sk_ is None else f32(sk_).reshape(-1)[:nqh] * sc
+        return attend(qq, keys, vals, qpos, None, sc, True, sliding_window_size, None, sinks)
 
-    return output(q, per_device(compute, q, kc, vc, pt), q.dtype, Layout.TILE, memory_config or DRAM_MEMORY_CONFIG)
+    return output(q, per_device(compute, q, kc, vc, pt, sink), q.dtype, Layout.TILE,
+                  memory_config or DRAM_MEMORY_CONFIG)

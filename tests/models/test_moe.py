@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from tests.conftest import pcc
-from tests.models.test_families import BLOCK, MAX_SEQ, PCC_MIN, build, follow_hf
+from tests.models.test_families import BATCH, BLOCK, MAX_SEQ, PCC_MIN, build, follow_hf
 from tests.models.test_tensor_parallel import check_reference_and_performance, open_mesh
 from tests.models.tiny import (
     MOE_FAMILIES,
@@ -81,14 +81,18 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
 
 
 def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
-    """A copy of the checkpoint with layer `layer`'s router rows rolled by one expert, or another top-k."""
+    """A copy of the checkpoint with layer `layer`'s router rows rolled by one expert (GPT-OSS: its router bias with
+    them, so that each expert's whole logit moves to its neighbour), or another top-k."""
     shutil.copytree(src, dst)
     if permute:
         f = dst / "model.safetensors"
         sd = load_file(f)
-        name = next(n for n in sd if n.endswith(f"layers.{layer}.mlp.gate.weight")
-                    or n.endswith(f"layers.{layer}.block_sparse_moe.gate.weight"))
-        sd[name] = sd[name].roll(1, dims=0).contiguous()
+        name = next(n for n in sd if n.endswith((f"layers.{layer}.mlp.gate.weight",
+                                                 f"layers.{layer}.block_sparse_moe.gate.weight",
+                                                 f"layers.{layer}.mlp.router.weight")))
+        names = [name] + ([name.replace(".weight", ".bias")] if name.endswith("router.weight") else [])
+        for n in names:
+            sd[n] = sd[n].roll(1, dims=0).contiguous()
         save_file(sd, f, metadata={"format": "pt"})
     if k is not None:
         cfg = json.loads((dst / "config.json").read_text())
@@ -97,7 +101,7 @@ def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
     return dst
 
 
-@pytest.mark.parametrize("family", ["qwen3_moe", "mixtral"])
+@pytest.mark.parametrize("family", ["qwen3_moe", "mixtral", "gpt_oss"])
 def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp_path):
     path = make_tiny_model(family, tiny_root)
     hf = load_hf(path)
@@ -145,3 +149,145 @@ def test_moe_layers_follow_the_config(tiny_root):
     cfg.shared_expert_intermediate_size = 128
     with pytest.raises(UnsupportedModelError, match="shared experts"):
         ModelArgs.from_hf_config(cfg)
+
+
+# GPT-OSS's tiny model draws its sinks near 1.0 (as every 1-D parameter), where HF's logits with and without them
+# agree to PCC 0.99999: its q/k biases put the attention logits near 8, so a sink of 1 takes almost no probability.
+# These per-head sinks (bf16-exact, and exact divided by the softmax scale 1/8) sit among the logits: HF's last-token
+# logits with them vs without any sink: PCC 0.95 on the 150-token prompt below.
+LARGE_SINKS = ([10.0, 12.0, 9.0, 11.0], [11.0, 9.0, 12.0, 10.0])
+
+
+def _with_sinks(src, dst, per_layer):
+    """A copy of the GPT-OSS checkpoint with each layer's sinks (one logit per head) replaced."""
+    shutil.copytree(src, dst)
+    f = dst / "model.safetensors"
+    sd = load_file(f)
+    for layer, values in enumerate(per_layer):
+        name = f"model.layers.{layer}.self_attn.sinks"
+        sd[name] = torch.tensor(values, dtype=sd[name].dtype)
+    save_file(sd, f, metadata={"format": "pt"})
+    return dst
+
+
+def _sink_prompt() -> list[int]:
+    # Longer than the sliding window (48) plus a chunk: the later chunks' windows start inside the cached prefix.
+    return torch.randint(0, 512, (150,), generator=torch.Generator().manual_seed(5)).tolist()
+
+
+@pytest.mark.parametrize("sinks", ["initialized", "large"])
+def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, tiny_root, tmp_path):
+    """GPT-OSS prompts through chunked SDPA over the paged cache (each chunk's attention_sink joins its softmax as
+    in the unchunked op): prefilled in 64-token chunks, and as prefix-cache hits of 2 and 4 cached blocks, each
+    matches HF (reference PCC >= 0.999) and the whole-prompt prefill (PCC >= 0.9999); then traced decode steps from
+    the chunked prefill's cache match HF. With `large` sinks, a path that dropped or misplaced them would miss HF
+    (test_gpt_oss_sinks_are_used)."""
+    path = make_tiny_model("gpt_oss", tiny_root)
+    if sinks == "large":
+        path = _with_sinks(path, tmp_path / "large_sinks", LARGE_SINKS)
+    hf = load_hf(path)
+    tt, kv = build(path, mesh_device, "reference")
+    p = _sink_prompt()
+    ref = hf_last_logits(hf, p)
+    width = MAX_SEQ // BLOCK
+    whole_table = (torch.arange(width) + 1).to(torch.int32)[None]
+    whole = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), whole_table, kv, [len(p)])[0, 0]
+    assert pcc(whole, ref) >= PCC_MIN["reference"], "whole prompt"
+
+    for start in (64, 128):  # prefix-cache hits: the first start / 32 blocks are the whole prefill's
+        table = whole_table.clone()
+        table[0, start // BLOCK:] = torch.arange(width - start // BLOCK) + 40
+        hit = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), table, kv, [len(p)], start_pos=[start])[0, 0]
+        assert pcc(hit, ref) >= PCC_MIN["reference"], f"prefix hit at {start}"
+        assert pcc(hit, whole) >= 0.9999, f"prefix hit at {start} vs whole prefill"
+
+    tt.max_prefill_chunk = 64  # 64 + 64 + 22: the last two through chunked SDPA
+    chunk_table = (torch.arange(width) + 60).to(torch.int32)[None]
+    chunked = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), chunk_table, kv, [len(p)])[0, 0]
+    assert pcc(chunked, ref) >= PCC_MIN["reference"], "chunked prefill"
+    assert pcc(chunked, whole) >= 0.9999, "chunked vs whole prefill"
+
+    ids, slot = p + [int(ref.argmax())], 1
+    page_table = torch.zeros(BATCH, width, dtype=torch.int32)
+    page_table[slot] = chunk_table[0]
+    for step in range(3):
+        tokens = torch.zeros(BATCH, 1, dtype=torch.int32)
+        tokens[slot] = ids[-1]
+        pos = torch.full((BATCH,), -1, dtype=torch.int32)
+        pos[slot] = len(ids) - 1
+        out = tt.decode_forward(tokens, pos, page_table, kv, enable_trace=True)[slot, 0]
+        step_ref = hf_last_logits(hf, ids)
+        assert pcc(out, step_ref) >= PCC_MIN["reference"], f"decode step {step}"
+        ids.append(int(step_ref.argmax()))
+
+
+def test_gpt_oss_sinks_are_used(mesh_device, tiny_root, tmp_path):
+    """The comparison above sees the sinks: with the large sinks, HF's logits without any sink, and the simulator's
+    from the same checkpoint with its sinks zeroed, both miss HF's by more than the reference threshold (and the
+    performance one), while the simulator with the sinks matches it."""
+    path = _with_sinks(make_tiny_model("gpt_oss", tiny_root), tmp_path / "large_sinks", LARGE_SINKS)
+    hf = load_hf(path)
+    p = _sink_prompt()
+    ref = hf_last_logits(hf, p)
+    with torch.no_grad():
+        saved = [layer.self_attn.sinks.clone() for layer in hf.model.layers]
+        for layer in hf.model.layers:
+            layer.self_attn.sinks.fill_(float("-inf"))  # exp(-inf) = 0: the softmax of the logits alone
+        no_sinks = hf_last_logits(hf, p)
+        for layer, s in zip(hf.model.layers, saved, strict=True):
+            layer.self_attn.sinks.copy_(s)
+    assert pcc(no_sinks, ref) < PCC_MIN["performance"]
+
+    blocks = (torch.arange(MAX_SEQ // BLOCK) + 1).to(torch.int32)[None]
+
+    def prefill(model_dir) -> torch.Tensor:
+        tt, kv = build(model_dir, mesh_device, "reference")
+        return tt.prefill_forward(torch.tensor([p], dtype=torch.int32), blocks, kv, [len(p)])[0, 0]
+
+    assert pcc(prefill(path), ref) >= PCC_MIN["reference"]
+    zeroed = _with_sinks(path, tmp_path / "zero_sinks", [[0.0] * 4] * len(LARGE_SINKS))
+    assert pcc(prefill(zeroed), ref) < PCC_MIN["performance"]
+
+
+@pytest.mark.parametrize("profile", ["reference", "performance"])
+def test_gpt_oss_clamped_swiglu_beyond_its_limit_matches_hf(profile, mesh_device, tiny_root, tmp_path):
+    """GPT-OSS clamps the expert gate at swiglu_limit (7.0) from above and up to [-7, 7]. The tiny model's gate/up
+    activations stay within +-3, so there the clamp never acts; with the experts' gate_up_proj scaled by 8
+    (bf16-exact) a sixth of the selected experts' gate and up values lie beyond the limit on either side. HF
+    without the clamp then misses HF with it (PCC ~0.6), and the simulator still matches HF with it: prefill and
+    32 traced decode steps (reference PCC >= 0.999 and HF's greedy tokens; performance >= 0.99 up to a router
+    near-tie, as test_prefill_and_decode_match_hf)."""
+    path = tmp_path / "gpt_oss_gate_up_x8"
+    shutil.copytree(make_tiny_model("gpt_oss", tiny_root), path)
+    sd = load_file(path / "model.safetensors")
+    for name in [n for n in sd if n.endswith("experts.gate_up_proj")]:
+        sd[name] = (sd[name] * 8).contiguous()
+    save_file(sd, path / "model.safetensors", metadata={"format": "pt"})
+    hf = load_hf(path)
+    limit = hf.config.swiglu_limit
+    assert limit == 7.0
+
+    seen = []
+    for layer in hf.model.layers:  # the experts' pre-clamp [tokens, 2 * intermediate] (gate, up interleaved)
+        apply_gate = layer.mlp.experts._apply_gate
+        layer.mlp.experts._apply_gate = lambda gu, f=apply_gate: (seen.append(gu.detach().clone()), f(gu))[1]
+    prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()  # follow_hf's
+    ref = hf_last_logits(hf, prompt)
+    gate = torch.cat([s[..., ::2].reshape(-1) for s in seen])
+    up = torch.cat([s[..., 1::2].reshape(-1) for s in seen])
+    assert (gate > limit).float().mean() > 0.1 and (up > limit).float().mean() > 0.1
+    assert (up < -limit).float().mean() > 0.1
+    for layer in hf.model.layers:
+        del layer.mlp.experts._apply_gate  # back to the class's method
+        layer.mlp.experts.limit = float("inf")
+    assert pcc(hf_last_logits(hf, prompt), ref) < PCC_MIN["performance"]
+    for layer in hf.model.layers:
+        layer.mlp.experts.limit = limit
+
+    tt, kv = build(path, mesh_device, profile)
+    compared, comparing = 0, True
+    for where, logits, step_ref, ids in follow_hf(tt, kv, hf, profile, "gpt_oss gate_up x8"):
+        if comparing:
+            comparing = compare_step(logits, step_ref, hf, ids, profile, where)
+            compared += comparing
+    assert compared >= MIN_COMPARED, f"only {compared} steps compared"
