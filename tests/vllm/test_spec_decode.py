@@ -10,8 +10,21 @@ would, bit for bit, on every profile and tiny family (tests/models/test_spec_ver
 outputs are identical with no near-tie excuse; what this file adds is the runner's plumbing, which no profile
 changes."""
 
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import numpy as np
+import openai
 import pytest
+import requests
 import torch
 from vllm import LLM, SamplingParams
 
@@ -169,3 +182,87 @@ def test_structured_output_with_drafts(engines):
     assert re.fullmatch(pattern, got.text)
     assert list(got.token_ids) == list(plain.generate([prompt], params)[0].outputs[0].token_ids)
     assert counter(spec, "vllm:spec_decode_num_draft_tokens") > drafts0
+
+
+def prometheus(port: int) -> dict[str, float]:
+    """The server's /metrics, summed over label sets per metric name."""
+    values: dict[str, float] = {}
+    for m in re.finditer(r"^(vllm:\w+)(?:\{[^}]*\})? ([-\d.e+]+)$",
+                         requests.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text, re.M):
+        values[m.group(1)] = values.get(m.group(1), 0.0) + float(m.group(2))
+    return values
+
+
+def test_vllm_serve_with_drafts_preempts_and_aborts(engines, short_dir, short_hf, tmp_path):
+    """`vllm serve --speculative-config` as a user types it, with a KV cache too small for its batch: a streamed
+    request closed by its client is aborted (generation stops: far fewer tokens than it asked for are produced, and
+    its blocks come back), then four concurrent requests that must preempt each other give the plain engine's greedy
+    tokens (up to a logged bf16 tie on this profile: a recomputed request prefills what it had decoded) with drafts
+    accepted along the way."""
+    from tests.vllm.conftest import assert_same_greedy
+    from tests.vllm.test_server import free_port
+
+    plain = engines[0]
+    port = free_port()
+    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
+    log = tmp_path / "serve.log"
+    # 6 usable blocks of 64 tokens for 4 requests that each grow to 3: some must be preempted.
+    args = [vllm, "serve", short_dir, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "short",
+            "--speculative-config", json.dumps(NGRAM), "--max-num-seqs", "4", "--max-model-len", "256",
+            "--block-size", "64", "--num-gpu-blocks-override", "7", "--no-enable-prefix-caching"]
+    with open(log, "w") as f:
+        proc = subprocess.Popen(args, env=dict(os.environ, TT_BACKEND="sim"), stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=tmp_path)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
+    try:
+        deadline = time.time() + 600
+        while True:
+            assert proc.poll() is None, log.read_text()[-4000:]
+            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
+            try:
+                client.models.list()
+                break
+            except openai.APIConnectionError:
+                time.sleep(2)
+        tok = plain.get_tokenizer()
+
+        # Abort: a 200-token stream closed after 5 chunks.
+        before = prometheus(port).get("vllm:generation_tokens_total", 0.0)
+        stream = client.completions.create(model="short", prompt=copyable(50), max_tokens=200, temperature=0,
+                                           stream=True, extra_body={"ignore_eos": True})
+        for i, _ in enumerate(stream):
+            if i == 4:
+                break
+        stream.close()
+        while prometheus(port).get("vllm:num_requests_running", 0.0) > 0:
+            assert time.time() < deadline + 300, "the closed stream's request kept running"
+            time.sleep(0.5)
+        produced = prometheus(port).get("vllm:generation_tokens_total", 0.0) - before
+        assert 5 <= produced < 100, produced
+        assert prometheus(port).get("vllm:kv_cache_usage_perc", 1.0) == 0.0
+
+        # Preemption: four requests at once.
+        prompts = [copyable(60 + i) for i in range(4)]
+        ids = [tok(p).input_ids for p in prompts]
+        assert all(len(x) + 120 > 128 for x in ids)  # each grows past 2 blocks
+
+        def ask(x: list[int]) -> list[int]:
+            r = client.completions.create(model="short", prompt=x, max_tokens=120, temperature=0,
+                                          extra_body={"ignore_eos": True, "return_token_ids": True})
+            return list(r.choices[0].model_extra["token_ids"])
+
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(ask, ids))
+        metrics = prometheus(port)
+        assert metrics.get("vllm:num_preemptions_total", 0.0) > 0, log.read_text()[-3000:]
+        assert metrics.get("vllm:spec_decode_num_accepted_tokens_total", 0.0) > 0
+        assert metrics.get("vllm:kv_cache_usage_perc", 1.0) == 0.0
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    want = greedy(plain, [{"prompt_token_ids": x} for x in ids], n=120)
+    assert_same_greedy(plain, short_hf, ids, got, want, "performance")
