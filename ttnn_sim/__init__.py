@@ -4,7 +4,7 @@ Same names, arguments and rules as the real `ttnn` (tile padding, layouts, block
 semantics, trace capture/replay), so model code runs here unchanged and on hardware unchanged.
 """
 
-from . import experimental, transformer
+from . import _ttnn, experimental, transformer
 from .ccl import (
     FabricConfig,
     FabricManagerMode,
@@ -128,6 +128,10 @@ from .trace import begin_trace_capture, end_trace_capture, execute_trace, releas
 from .types import *  # noqa: F403  (the dtype/layout/config names of the real namespace)
 
 IS_SIMULATOR = True
+
+from .getitem import getitem as _getitem  # noqa: E402
+
+Tensor.__getitem__ = _getitem  # as ttnn/__init__.py attaches ttnn.operations.core.__getitem__
 
 
 def _attach_golden_functions() -> None:

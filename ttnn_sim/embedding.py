@@ -18,7 +18,7 @@ from .memory import BufferType, MemoryConfig, TensorMemoryLayout
 from .placement import check_placement
 from .rules import rules
 from .tensor import Tensor, require_device
-from .trace import device_op
+from .trace import _spec, device_op
 from .types import BLOCK_FLOAT_TYPES, TILE_SIZE, DataType, Layout
 
 
@@ -127,6 +127,10 @@ def embedding(
         out = torch.nn.functional.embedding(flat, w.reshape(vocab, dim))
         return out.reshape(seq, dim) if lead is None else out.reshape(lead, seq, dim)
 
+    if weight.layout == Layout.TILE:
+        # The untilize of the table is a program of its own in the cache (measured on 0.81.1: a TILE table costs two
+        # entries, a ROW_MAJOR one one; tt_checks/tt_metal_unit/probes/rope_decode_setup.py).
+        weight.device().note_program(("embedding-untilize-weight", _spec(weight, True)))
     out = output(weight, per_device(compute, ids, weight), out_dtype, out_layout, mc)
     if output_tensor is not None:
         output_tensor._rebind(out)

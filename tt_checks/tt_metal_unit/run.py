@@ -3,6 +3,7 @@
     .venv/bin/python tt_checks/tt_metal_unit/run.py                 # every test file in manifest.yaml
     .venv/bin/python tt_checks/tt_metal_unit/run.py --files argmax  # only files whose path contains 'argmax'
     .venv/bin/python tt_checks/tt_metal_unit/run.py --no-write      # print, do not rewrite the committed JSON
+    .venv/bin/python tt_checks/tt_metal_unit/run.py --files rotary --merge  # rerun some files, merge into the JSON
 
 Each test file runs in its own pytest process (a crash or an out-of-memory kill costs one file, not the run), with
 ``ttmetal_sim_plugin`` making ``import ttnn`` the simulator. Results go to benchmarks/data/tt_metal_unit_tests.json:
@@ -111,6 +112,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", default="", help="only test files whose path contains this substring")
     parser.add_argument("--no-write", action="store_true", help="do not rewrite " + str(OUT.relative_to(ROOT)))
+    parser.add_argument("--merge", action="store_true",
+                        help="with --files: replace (or add) those files' entries in the committed JSON and recompute "
+                             "its totals, keeping every other file's recorded counts")
     args = parser.parse_args()
 
     manifest = load_manifest()
@@ -131,6 +135,15 @@ def main() -> int:
         for r in summary["failure_reasons"][:8]:
             print(f"    {r['count']:4d}  {r['reason'][:160]}", flush=True)
 
+    extra: dict = {}
+    if args.merge and args.files and not args.no_write:
+        recorded = json.loads(OUT.read_text())
+        fresh = {f["path"]: f for f in per_file}
+        order = [f["path"] for f in recorded["per_file"]]
+        merged = {f["path"]: f for f in recorded["per_file"]} | fresh
+        per_file = [merged[p] for p in order] + [fresh[p] for p in fresh if p not in order]
+        extra = {k: v for k, v in recorded.items() if k in ("bar_issue_22", "note")}
+
     totals = {k: sum(f[k] for f in per_file) for k in ("passed", "failed", "errors", "skipped")}
     ran = totals["passed"] + totals["failed"] + totals["errors"]
     rate = totals["passed"] / ran if ran else 0.0
@@ -149,7 +162,10 @@ def main() -> int:
         "pass_rate_definition": "passed / (passed + failed + errors); skipped reported separately",
         "top_failure_reasons": [{"count": n, "reason": r} for r, n in classes.most_common(25)],
         "per_file": per_file,
+        **extra,
     }
+    if args.merge and args.files and not args.no_write:
+        OUT.write_text(json.dumps(result, indent=1) + "\n")
     if not args.no_write and not args.files:
         OUT.write_text(json.dumps(result, indent=1) + "\n")
         write_doc_table(result)
