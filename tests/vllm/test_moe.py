@@ -87,3 +87,28 @@ def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(tmp_path_factory, monke
     for p, out in zip(PROMPTS, outs, strict=True):
         assert len(out.outputs[0].token_ids) == 12
         check_against_hf(hf, p[:60], out.outputs[0].token_ids)
+
+
+def test_gpt_oss_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(tmp_path_factory):
+    """The tiny GPT-OSS through vLLM with chunked prefill (64-token budget: the 290-token prompt in five chunks) and
+    prefix caching, its sinks made large enough to matter (tests/models/test_moe.py: HF without them is PCC 0.95
+    away), so every chunk after the first and the prefix hit go through chunked SDPA with the sinks: greedy tokens
+    are HF's (reference profile), and the cached prompt gives the same tokens again."""
+    from tests.models.test_moe import LARGE_SINKS, _with_sinks
+
+    root = tmp_path_factory.mktemp("gpt_oss_models")
+    path = str(_with_sinks(make_tiny_model("gpt_oss", root), root / "gpt_oss_large_sinks", LARGE_SINKS))
+    llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=512, block_size=BLOCK, seed=0,
+              max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=64,
+              additional_config={"tt": {"optimizations": "reference"}})
+    try:
+        outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], GREEDY)
+        again = llm.generate([{"prompt_token_ids": PROMPTS[0]}], GREEDY)[0]
+    finally:
+        shutdown(llm)
+    hf = load_hf(path)
+    for p, out in zip(PROMPTS, outs, strict=True):
+        assert len(out.outputs[0].token_ids) == STEPS
+        check_against_hf(hf, p, out.outputs[0].token_ids)
+    assert (again.num_cached_tokens or 0) >= 256, again.num_cached_tokens
+    assert list(again.outputs[0].token_ids) == list(outs[0].outputs[0].token_ids)
