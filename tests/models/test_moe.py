@@ -23,6 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from tests.conftest import pcc
 from tests.models.test_families import BATCH, BLOCK, MAX_SEQ, PCC_MIN, build, follow_hf
+from tests.models.test_tensor_parallel import build as tp_build
 from tests.models.test_tensor_parallel import check_reference_and_performance, open_mesh
 from tests.models.tiny import (
     MOE_FAMILIES,
@@ -175,19 +176,22 @@ def _sink_prompt() -> list[int]:
     return torch.randint(0, 512, (150,), generator=torch.Generator().manual_seed(5)).tolist()
 
 
-@pytest.mark.parametrize("sinks", ["initialized", "large"])
-def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, tiny_root, tmp_path):
-    """GPT-OSS prompts through chunked SDPA over the paged cache (each chunk's attention_sink joins its softmax as
-    in the unchunked op): prefilled in 64-token chunks, and as prefix-cache hits of 2 and 4 cached blocks, each
-    matches HF (reference PCC >= 0.999) and the whole-prompt prefill (PCC >= 0.9999); then traced decode steps from
-    the chunked prefill's cache match HF. With `large` sinks, a path that dropped or misplaced them would miss HF
-    (test_gpt_oss_sinks_are_used)."""
-    path = make_tiny_model("gpt_oss", tiny_root)
-    if sinks == "large":
-        path = _with_sinks(path, tmp_path / "large_sinks", LARGE_SINKS)
-    hf = load_hf(path)
-    tt, kv = build(path, mesh_device, "reference")
-    p = _sink_prompt()
+def _hf_without_sinks(hf, ids: list[int]) -> torch.Tensor:
+    """HF's last-token logits with every sink at -inf (exp(-inf) = 0: the softmax of the Q.K logits alone)."""
+    with torch.no_grad():
+        saved = [layer.self_attn.sinks.clone() for layer in hf.model.layers]
+        for layer in hf.model.layers:
+            layer.self_attn.sinks.fill_(float("-inf"))
+        out = hf_last_logits(hf, ids)
+        for layer, s in zip(hf.model.layers, saved, strict=True):
+            layer.self_attn.sinks.copy_(s)
+    return out
+
+
+def _check_chunked_paths(tt, kv, hf, p: list[int]) -> None:
+    """The prompt prefilled whole, as prefix-cache hits of 2 and 4 cached blocks, and in 64-token chunks: each
+    matches HF (reference PCC >= 0.999) and the whole prefill (>= 0.9999); then 3 traced decode steps from the
+    chunked prefill's cache match HF."""
     ref = hf_last_logits(hf, p)
     width = MAX_SEQ // BLOCK
     whole_table = (torch.arange(width) + 1).to(torch.int32)[None]
@@ -202,7 +206,7 @@ def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, ti
         assert pcc(hit, whole) >= 0.9999, f"prefix hit at {start} vs whole prefill"
 
     tt.max_prefill_chunk = 64  # 64 + 64 + 22: the last two through chunked SDPA
-    chunk_table = (torch.arange(width) + 60).to(torch.int32)[None]
+    chunk_table = (torch.arange(width) + 20).to(torch.int32)[None]  # blocks 20..27, apart from the others
     chunked = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), chunk_table, kv, [len(p)])[0, 0]
     assert pcc(chunked, ref) >= PCC_MIN["reference"], "chunked prefill"
     assert pcc(chunked, whole) >= 0.9999, "chunked vs whole prefill"
@@ -221,6 +225,43 @@ def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, ti
         ids.append(int(step_ref.argmax()))
 
 
+@pytest.mark.parametrize("sinks", ["initialized", "large"])
+def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, tiny_root, tmp_path):
+    """GPT-OSS prompts through chunked SDPA over the paged cache (each chunk's attention_sink joins its softmax as
+    in the unchunked op), checked by _check_chunked_paths. With `large` sinks (HF without them is more than the
+    threshold away, asserted here), a path that dropped or misplaced them would miss HF."""
+    path = make_tiny_model("gpt_oss", tiny_root)
+    if sinks == "large":
+        path = _with_sinks(path, tmp_path / "large_sinks", LARGE_SINKS)
+    hf = load_hf(path)
+    p = _sink_prompt()
+    if sinks == "large":
+        assert pcc(_hf_without_sinks(hf, p), hf_last_logits(hf, p)) < PCC_MIN["performance"]
+    tt, kv = build(path, mesh_device, "reference")
+    _check_chunked_paths(tt, kv, hf, p)
+
+
+# The widened tiny GPT-OSS (8 heads, one per chip of a T3K): with HF's q/k biases its attention logits sit higher
+# than the 4-head model's, so its sinks that matter are higher too (HF with vs without them: PCC 0.94).
+WIDE_SINKS = ([12.0, 14.0, 11.0, 13.0, 13.0, 11.0, 14.0, 12.0], [13.0, 11.0, 14.0, 12.0, 12.0, 14.0, 11.0, 13.0])
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (2, 4)])
+def test_gpt_oss_chunked_prefill_with_sinks_split_over_a_mesh_matches_hf(shape, tiny_root, tmp_path):
+    """Expert parallel with attention tensor parallel: each chip's chunked SDPA takes the sinks of its own Q heads
+    (one head per chip on 1x8, heads split over the 2 rows of 2x4). Chunked prefill, prefix hits and decode match HF
+    as on one chip (_check_chunked_paths), with per-head sinks that matter."""
+    path = _with_sinks(make_wide_model("gpt_oss", tiny_root), tmp_path / "wide_large_sinks", WIDE_SINKS)
+    hf = load_hf(path)
+    p = _sink_prompt()
+    assert pcc(_hf_without_sinks(hf, p), hf_last_logits(hf, p)) < PCC_MIN["performance"]
+    with open_mesh(shape) as mesh:
+        tt, kv = tp_build(path, mesh, "reference")  # each chip's cache its own KV heads
+        assert tt.model.plan.devices == shape[0] * shape[1]
+        _check_chunked_paths(tt, kv, hf, p)
+        tt.release()
+
+
 def test_gpt_oss_sinks_are_used(mesh_device, tiny_root, tmp_path):
     """The comparison above sees the sinks: with the large sinks, HF's logits without any sink, and the simulator's
     from the same checkpoint with its sinks zeroed, both miss HF's by more than the reference threshold (and the
@@ -229,14 +270,7 @@ def test_gpt_oss_sinks_are_used(mesh_device, tiny_root, tmp_path):
     hf = load_hf(path)
     p = _sink_prompt()
     ref = hf_last_logits(hf, p)
-    with torch.no_grad():
-        saved = [layer.self_attn.sinks.clone() for layer in hf.model.layers]
-        for layer in hf.model.layers:
-            layer.self_attn.sinks.fill_(float("-inf"))  # exp(-inf) = 0: the softmax of the logits alone
-        no_sinks = hf_last_logits(hf, p)
-        for layer, s in zip(hf.model.layers, saved, strict=True):
-            layer.self_attn.sinks.copy_(s)
-    assert pcc(no_sinks, ref) < PCC_MIN["performance"]
+    assert pcc(_hf_without_sinks(hf, p), ref) < PCC_MIN["performance"]
 
     blocks = (torch.arange(MAX_SEQ // BLOCK) + 1).to(torch.int32)[None]
 
