@@ -69,11 +69,13 @@ def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir)
     assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in outs]
 
 
-def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(tmp_path_factory, monkeypatch):
-    """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE (8 heads, 8 experts) with one expert per chip and attention
-    tensor parallel; greedy tokens (reference profile) are HF's, as the single-device engine's are above (so the
-    two are equal, token for token, short of a logged near-tie)."""
-    path = str(make_wide_model("qwen3_moe", tmp_path_factory.mktemp("moe_wide")))
+@pytest.mark.parametrize("family", ["qwen3_moe", "gpt_oss"])
+def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, tmp_path_factory, monkeypatch):
+    """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE or GPT-OSS (8 heads, 8 experts) with one expert per chip and
+    attention tensor parallel (GPT-OSS: each chip its head's sink); greedy tokens (reference profile) are HF's, as
+    the single-device engines' are above (Qwen3-MoE: the same tiny model's, so the two are equal, token for token,
+    short of a logged near-tie; GPT-OSS: the 4-head tiny model's)."""
+    path = str(make_wide_model(family, tmp_path_factory.mktemp("moe_wide")))
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     monkeypatch.setenv("MESH_DEVICE", "T3K")
     llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=256, block_size=BLOCK, seed=0,
