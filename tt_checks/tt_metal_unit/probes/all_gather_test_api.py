@@ -15,6 +15,10 @@ checks = {
     "ttnn._ttnn.fabric.FabricRouterConfig": hasattr(ttnn._ttnn.fabric, "FabricRouterConfig"),
     "ttnn.experimental.all_gather_async_reversed": hasattr(ttnn.experimental, "all_gather_async_reversed"),
     "ttnn.fp8_e4m3": hasattr(ttnn, "fp8_e4m3"),
+    "ttnn.ShardDistributionStrategy": hasattr(ttnn, "ShardDistributionStrategy"),
+    "ttnn.element_size": hasattr(ttnn, "element_size"),
+    "all_gather_async.python_fully_qualified_name": hasattr(ttnn.experimental.all_gather_async,
+                                                            "python_fully_qualified_name"),
 }
 try:
     import tracy
@@ -24,3 +28,4 @@ except ImportError:
     checks["tracy.signpost"] = False
 for name, ok in checks.items():
     print(f"{name}: {'present' if ok else 'MISSING'}")
+print("NdShardSpec.__init__:", ttnn.NdShardSpec.__init__.__doc__.splitlines()[0])
