@@ -1,7 +1,9 @@
 """Mixture-of-experts decode on the simulator. Prints JSON (and writes it with --out).
 
 A random Qwen3-MoE of Qwen3-30B-A3B's structure at a CPU-sized width (default: hidden 512, 4 layers, 8 heads / 2 KV
-heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once to a temp folder:
+heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once to a temp folder; or with
+`--family gpt_oss` a random GPT-OSS of gpt-oss-20b's structure at the same width (32 experts, 4 per token unless
+--top-k says otherwise, layers alternating sliding 128 / full attention, sinks, biases, clamped SwiGLU, YaRN):
 
 - `vs_hf`: traced decode tokens/s at batch 32 on one simulated chip, per profile, against HF eager `generate` at
   batch 32 in fp32 and bf16 on the same CPU; `ratio_b32_sim_over_best_hf` uses the faster HF dtype.
@@ -25,10 +27,24 @@ from bench_mesh_decode import tp_step_s
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
-from transformers import AutoModelForCausalLM, Qwen3MoeConfig  # noqa: E402
+from transformers import AutoModelForCausalLM, GptOssConfig, Qwen3MoeConfig  # noqa: E402
 
 
 def make_model(root: Path, a: argparse.Namespace) -> Path:
+    if a.family == "gpt_oss":
+        # gpt-oss-20b's options (its config.json) at this width; HF's own init leaves the expert biases zero.
+        # max_position_embeddings stays 2048: transformers warns that it is not factor x 4096 and uses the explicit
+        # YaRN factor, as for gpt-oss-20b.
+        cfg = GptOssConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.expert_units,
+                           num_local_experts=a.experts, num_experts_per_tok=a.top_k, num_hidden_layers=a.layers,
+                           num_attention_heads=8, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
+                           sliding_window=128, layer_types=["sliding_attention", "full_attention"] * (a.layers // 2),
+                           swiglu_limit=7.0, attention_bias=True, tie_word_embeddings=False,
+                           rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=32.0, beta_fast=32.0,
+                                                beta_slow=1.0, truncate=False, original_max_position_embeddings=4096))
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
+        return root
     cfg = Qwen3MoeConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=3 * a.hidden,
                          moe_intermediate_size=a.expert_units, num_experts=a.experts, num_experts_per_tok=a.top_k,
                          norm_topk_prob=True, num_hidden_layers=a.layers, num_attention_heads=8,
@@ -57,7 +73,8 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--experts", type=int, default=32)
-    p.add_argument("--top-k", type=int, default=8)
+    p.add_argument("--family", choices=("qwen3_moe", "gpt_oss"), default="qwen3_moe")
+    p.add_argument("--top-k", type=int, help="experts per token (default: 8 for qwen3_moe, 4 for gpt_oss)")
     p.add_argument("--expert-units", type=int, default=256)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--batch", type=int, default=32)
@@ -66,8 +83,10 @@ def main() -> None:
     p.add_argument("--profiles", default="bf16,performance")
     p.add_argument("--out", help="also write the JSON here")
     a = p.parse_args()
+    if a.top_k is None:
+        a.top_k = 4 if a.family == "gpt_oss" else 8
     out: dict[str, Any] = {
-        "model": f"qwen3_moe hidden {a.hidden}, {a.layers} layers, {a.experts} experts x {a.expert_units} units, "
+        "model": f"{a.family} hidden {a.hidden}, {a.layers} layers, {a.experts} experts x {a.expert_units} units, "
                  f"top {a.top_k}, vocab {a.vocab}",
         "batch": a.batch, "context": a.context, "steps": a.steps, "torch_threads": torch.get_num_threads()}
     with tempfile.TemporaryDirectory(prefix="bench_moe_") as tmp:
