@@ -188,27 +188,29 @@ def _hf_without_sinks(hf, ids: list[int]) -> torch.Tensor:
     return out
 
 
-def _check_chunked_paths(tt, kv, hf, p: list[int]) -> None:
+def _check_chunked_paths(tt, kv, hf, p: list[int], profile: str = "reference") -> None:
     """The prompt prefilled whole, as prefix-cache hits of 2 and 4 cached blocks, and in 64-token chunks: each
-    matches HF (reference PCC >= 0.999) and the whole prefill (>= 0.9999); then 3 traced decode steps from the
-    chunked prefill's cache match HF."""
+    matches HF (PCC_MIN[profile]) and the whole prefill (>= 0.9999: the whole prefill attends to K/V as the cache
+    rounds them, as the chunks do); then 3 traced decode steps from the chunked prefill's cache match HF (as
+    compare_step: a router near-tie excused outside `reference`)."""
     ref = hf_last_logits(hf, p)
+    floor = PCC_MIN[profile]
     width = MAX_SEQ // BLOCK
     whole_table = (torch.arange(width) + 1).to(torch.int32)[None]
     whole = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), whole_table, kv, [len(p)])[0, 0]
-    assert pcc(whole, ref) >= PCC_MIN["reference"], "whole prompt"
+    assert pcc(whole, ref) >= floor, "whole prompt"
 
     for start in (64, 128):  # prefix-cache hits: the first start / 32 blocks are the whole prefill's
         table = whole_table.clone()
         table[0, start // BLOCK:] = torch.arange(width - start // BLOCK) + 40
         hit = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), table, kv, [len(p)], start_pos=[start])[0, 0]
-        assert pcc(hit, ref) >= PCC_MIN["reference"], f"prefix hit at {start}"
+        assert pcc(hit, ref) >= floor, f"prefix hit at {start}"
         assert pcc(hit, whole) >= 0.9999, f"prefix hit at {start} vs whole prefill"
 
     tt.max_prefill_chunk = 64  # 64 + 64 + 22: the last two through chunked SDPA
     chunk_table = (torch.arange(width) + 20).to(torch.int32)[None]  # blocks 20..27, apart from the others
     chunked = tt.prefill_forward(torch.tensor([p], dtype=torch.int32), chunk_table, kv, [len(p)])[0, 0]
-    assert pcc(chunked, ref) >= PCC_MIN["reference"], "chunked prefill"
+    assert pcc(chunked, ref) >= floor, "chunked prefill"
     assert pcc(chunked, whole) >= 0.9999, "chunked vs whole prefill"
 
     ids, slot = p + [int(ref.argmax())], 1
@@ -221,12 +223,14 @@ def _check_chunked_paths(tt, kv, hf, p: list[int]) -> None:
         pos[slot] = len(ids) - 1
         out = tt.decode_forward(tokens, pos, page_table, kv, enable_trace=True)[slot, 0]
         step_ref = hf_last_logits(hf, ids)
-        assert pcc(out, step_ref) >= PCC_MIN["reference"], f"decode step {step}"
+        if not compare_step(out, step_ref, hf, ids, profile, f"decode step {step}"):
+            break
         ids.append(int(step_ref.argmax()))
 
 
+@pytest.mark.parametrize("profile", ["reference", "performance"])
 @pytest.mark.parametrize("sinks", ["initialized", "large"])
-def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, tiny_root, tmp_path):
+def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, profile, mesh_device, tiny_root, tmp_path):
     """GPT-OSS prompts through chunked SDPA over the paged cache (each chunk's attention_sink joins its softmax as
     in the unchunked op), checked by _check_chunked_paths. With `large` sinks (HF without them is more than the
     threshold away, asserted here), a path that dropped or misplaced them would miss HF."""
@@ -237,8 +241,8 @@ def test_gpt_oss_chunked_prefill_and_prefix_hits_match_hf(sinks, mesh_device, ti
     p = _sink_prompt()
     if sinks == "large":
         assert pcc(_hf_without_sinks(hf, p), hf_last_logits(hf, p)) < PCC_MIN["performance"]
-    tt, kv = build(path, mesh_device, "reference")
-    _check_chunked_paths(tt, kv, hf, p)
+    tt, kv = build(path, mesh_device, profile)
+    _check_chunked_paths(tt, kv, hf, p, profile)
 
 
 # The widened tiny GPT-OSS (8 heads, one per chip of a T3K): with HF's q/k biases its attention logits sit higher
