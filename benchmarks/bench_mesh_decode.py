@@ -69,8 +69,13 @@ class Mesh:
 def decode_inputs(tt: Any, batch: int, context: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list]:
     a = tt.model.args
     width = MAX_SEQ // BLOCK
-    kv = tt.allocate_kv_cache((batch * width + 1, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
-    table = (torch.arange(batch * width, dtype=torch.int32) + 1).reshape(batch, width)
+    # Data parallel: each replica has its own share of the block ids (its users' blocks and an unused block 0).
+    replicas = len(getattr(tt, "replicas", [tt]))
+    users = batch // replicas
+    per = users * width + 1
+    kv = tt.allocate_kv_cache((per * replicas, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+    row = torch.arange(batch, dtype=torch.int32)[:, None]
+    table = row // users * per + row % users * width + 1 + torch.arange(width, dtype=torch.int32)
     tokens = torch.randint(0, a.vocab_size, (batch, 1), dtype=torch.int32)
     pos = torch.full((batch,), context, dtype=torch.int32)
     return tokens, pos, table, kv

@@ -90,22 +90,25 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
 
     def kv() -> None:
         a = state["m"].model.args
-        state["kv"] = state["m"].allocate_kv_cache((num_blocks, state["m"].kv_cache_heads, BLOCK, a.head_dim),
-                                                   torch.bfloat16, a.n_layers)
+        # Data parallel: the ids are split among the replicas, num_blocks each (tt_models/data_parallel.py).
+        shape = (num_blocks * data_parallel, state["m"].kv_cache_heads, BLOCK, a.head_dim)
+        state["kv"] = state["m"].allocate_kv_cache(shape, torch.bfloat16, a.n_layers)
 
     def warmup() -> None:
         state["m"].warmup_model_prefill(state["kv"], enable_trace=False)
 
     def table(rows: int) -> torch.Tensor:
-        # Each replica's users use every block of its own cache (block ids repeat across replicas, as in vLLM).
-        return (torch.arange(rows * width, dtype=torch.int32).reshape(rows, width) % (BATCH * width) + 1)
+        # Each replica's users use every block of its own cache (1 .. num_blocks - 1 of its share of the ids).
+        local = torch.arange(rows * width, dtype=torch.int32).reshape(rows, width) % (BATCH * width) + 1
+        return local + (torch.arange(rows, dtype=torch.int32)[:, None] // BATCH) * num_blocks
 
     def cached_prefill() -> None:
         # Two blocks are already cached; the rest of a 200-token prompt goes through the chunked (prefix) path.
         n = min(200, max_seq_len - 1)
         tokens = torch.randint(0, cfg.vocab_size, (1, n), dtype=torch.int32)
-        state["m"].prefill_forward(tokens, table(1), state["kv"], [n], start_pos=[min(2 * BLOCK, n - 1) // BLOCK
-                                                                                   * BLOCK], empty_slots=[users - 1])
+        start = min(2 * BLOCK, n - 1) // BLOCK * BLOCK
+        state["m"].prefill_forward(tokens, table(users)[users - 1:], state["kv"], [n], start_pos=[start],
+                                   empty_slots=[users - 1])
 
     def decode_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         tokens = torch.randint(0, cfg.vocab_size, (users, 1), dtype=torch.int32)

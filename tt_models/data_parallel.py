@@ -2,11 +2,15 @@
 cache, decoding an equal share of the users.
 
 User slots are global (0 .. max_batch_size - 1); slot s lives on replica s // per_replica for its whole life, since
-its KV pages are in that replica's cache. vLLM's block ids are global too: each replica's cache has every block id,
-and a request only ever touches its own replica's copy. Decode inputs (padded to max_batch_size) are split into
-per-replica row ranges and the outputs put back in slot order; prefill rows go to the replica of their empty slot.
-A decode step launches every replica's traced step before reading any result back, so the replicas' devices run at
-once.
+its KV pages are in that replica's cache. Block ids are split among the replicas: of `num_blocks` (the
+allocate_kv_cache shape's first dimension), replica r's cache holds ids r * B .. (r + 1) * B - 1 with B = num_blocks
+// N, as its local blocks 0 .. B - 1, so each replica's DRAM serves only its own users' blocks (every replica holding
+every id would leave each about 1/N of its DRAM). A replica's local block 0 is never a user's: id 0 (vLLM's null
+block, page-table padding) maps to it on every replica. Page tables carry the global ids; each replica's rows are
+translated to its local ids, and an id outside the row's replica is refused. Decode inputs (padded to
+max_batch_size) are split into per-replica row ranges and the outputs put back in slot order; prefill rows go to the
+replica of their empty slot. A decode step launches every replica's traced step before reading any result back, so
+the replicas' devices run at once.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class DataParallel:
 
     replicas: list[Any]
     _kv_views: dict[int, list] = field(default_factory=dict)
+    blocks_per_replica: int = 0  # B: set by allocate_kv_cache
 
     def modules(self) -> Iterator[Any]:
         """No torch modules, as a single replica's generation class (vLLM's in-process engine walks them)."""
@@ -88,14 +93,37 @@ class DataParallel:
         return self.replicas[0].get_max_tokens_all_users(*args, **kwargs)
 
     def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None) -> Any:
-        """Every replica holds every block id, so the smallest replica bounds the block count."""
+        """One replica's capacity (the smallest replica's): the blocks each replica's cache can hold. The pool over
+        all replicas is that many times the replica count (allocate_kv_cache)."""
         caps = [r.kv_cache_capacity(block_size, cache_layers) for r in self.replicas]
         return min(caps, key=lambda c: c.blocks)
 
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int,
                           layer_groups: Sequence[int] | None = None) -> list:
-        """kv_cache[replica][layer] = [K, V] on that replica's submesh."""
-        return [r.allocate_kv_cache(kv_cache_shape, dtype, num_layers, layer_groups)[0] for r in self.replicas]
+        """kv_cache[replica][layer] = [K, V] on that replica's submesh, each of kv_cache_shape[0] // N blocks (the
+        replica's share of the block ids)."""
+        per = kv_cache_shape[0] // len(self.replicas)
+        if per < 2:
+            raise ValueError(f"{kv_cache_shape[0]} KV blocks over {len(self.replicas)} data-parallel replicas: "
+                             f"each replica needs at least 2 (its block 0 is never a user's)")
+        self.blocks_per_replica = per
+        shape = (per, *kv_cache_shape[1:])
+        return [r.allocate_kv_cache(shape, dtype, num_layers, layer_groups)[0] for r in self.replicas]
+
+    def _local(self, page_table: torch.Tensor, r: int, slots: Sequence[int]) -> torch.Tensor:
+        """Replica r's rows of a page table in its local block ids (slots: the global slot of each row, for the
+        error)."""
+        per = self.blocks_per_replica
+        if not per:
+            raise RuntimeError("allocate_kv_cache must run before prefill or decode")
+        local = page_table - r * per
+        bad = (page_table != 0) & ((local < 1) | (local >= per))
+        if bool(bad.any()):
+            row = int(bad.nonzero()[0, -2])
+            raise ValueError(f"page table row for slot {slots[row]} (replica {r}) names block ids outside replica "
+                             f"{r}'s ids {r * per + 1}..{(r + 1) * per - 1}: "
+                             f"{sorted(set(page_table[bad].tolist()))[:8]}")
+        return torch.where(page_table == 0, torch.zeros_like(local), local)
 
     def page_table_shape(self, users: int, width: int) -> tuple[int, ...]:
         return self.replicas[0].page_table_shape(users, width)
@@ -120,7 +148,8 @@ class DataParallel:
             if not rows:
                 continue
             res = replica.prefill_forward(
-                tokens[rows], page_table[..., rows, :], self._kv(kv_cache, r), [lens[i] for i in rows],
+                tokens[rows], self._local(page_table[..., rows, :], r, [slots[i] for i in rows]),
+                self._kv(kv_cache, r), [lens[i] for i in rows],
                 sampling_params=sampling_params, empty_slots=[slots[i] % self.per_replica for i in rows],
                 start_pos=[starts[i] for i in rows] if starts is not None else None,
                 return_prompt_logits=[wanted[i] for i in rows] if wanted is not None else None, **kw)
@@ -143,7 +172,8 @@ class DataParallel:
         outs = []
         for r, replica in enumerate(self.replicas):
             lo, hi = r * self.per_replica, (r + 1) * self.per_replica
-            outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi], page_table[..., lo:hi, :],
+            outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi],
+                                               self._local(page_table[..., lo:hi, :], r, range(lo, hi)),
                                                self._kv(kv_cache, r), enable_trace, False,
                                                _split_params(sampling_params, lo, hi), **kw))
         return self.process_decode_output_host(*self.read_decode_output(outs)) if read_from_device else outs
@@ -170,8 +200,8 @@ class DataParallel:
         for r, replica in enumerate(self.replicas):
             lo, hi = r * self.per_replica, (r + 1) * self.per_replica
             shares = None if sampling_params is None else [_split_params(p, lo, hi) for p in sampling_params]
-            replica.warmup_model_decode(self._kv(kv_cache, r), enable_trace, self.per_replica, num_blocks,
-                                        shares, **kw)
+            replica.warmup_model_decode(self._kv(kv_cache, r), enable_trace, self.per_replica,
+                                        num_blocks // len(self.replicas), shares, **kw)
 
     def release(self) -> None:
         for replica in self.replicas:

@@ -30,7 +30,6 @@ from tt_models.layers.sampling import MAX_TOP_K
 from tt_models.sampling import MAX_LOGPROBS, TTSamplingParams, sampling_mode
 from vllm_patches import tie_order
 from vllm_patches.async_decode import AsyncDecoder, AsyncTTModelRunnerOutput
-from vllm_patches.block_owners import BlockOwners
 from vllm_patches.prompt_logprobs import PromptLogprobs
 from vllm_patches.tt_config import TTConfig
 
@@ -64,11 +63,11 @@ class TTModelRunner:
         self._pending: tuple[SchedulerOutput, bool] | None = None
         self._partial: set[int] = set()  # prefill rows of this step whose prompt continues in a later step
         # Decode slot of each running request, kept for its whole life: with data parallel (tt.data_parallel) a
-        # slot belongs to one replica, whose cache holds that request's KV. New requests go to the replica with
-        # the fewest users.
+        # slot belongs to one replica, whose cache holds that request's KV: the replica whose share of the block
+        # ids the scheduler gave the request (vllm_patches/replica_blocks.py).
         self.replicas = tt_config.data_parallel
+        self.blocks_per_replica = 0  # set with the KV cache
         self.slot_of: dict[str, int] = {}
-        self.block_owners = BlockOwners()  # data parallel: the replica holding each block's K/V
         # The request whose seed each slot's device PRNG was last seeded with (on-device sampling).
         self._seeded_slots: dict[int, str] = {}
         self.device_sampled_steps = 0  # steps whose tokens the device sampled (observability, benchmarks)
@@ -146,8 +145,6 @@ class TTModelRunner:
             elif new_blocks is not None:
                 for group, blocks in zip(state.block_ids, new_blocks, strict=True):
                     group.extend(blocks)
-                if self.replicas > 1 and req_id in self.slot_of:  # decode fills them on the request's replica
-                    self.block_owners.mark(new_blocks, self._replica(self.slot_of[req_id]))
             if req_id in batch.req_id_to_index:
                 idx = batch.req_id_to_index[req_id]
                 batch.num_computed_tokens_cpu[idx] = state.num_computed_tokens
@@ -163,17 +160,20 @@ class TTModelRunner:
         batch.refresh_metadata()
         for req_id in batch.req_ids:
             if req_id not in self.slot_of:
-                self.slot_of[req_id] = self._free_slot()
+                self.slot_of[req_id] = self._free_slot(req_id)
 
-    def _free_slot(self) -> int:
+    def _free_slot(self, req_id: str) -> int:
+        """A free slot on the request's replica: the one holding its blocks."""
         taken = set(self.slot_of.values())
         per = self.max_num_seqs // self.replicas
-        load = [sum(1 for s in taken if s // per == r) for r in range(self.replicas)]
-        r = min(range(self.replicas), key=lambda i: load[i])
-        return next(s for s in range(r * per, (r + 1) * per) if s not in taken)
-
-    def _replica(self, slot: int) -> int:
-        return slot // (self.max_num_seqs // self.replicas)
+        r = 0
+        if self.replicas > 1:
+            r = next(b for g in self.requests[req_id].block_ids for b in g if b) // self.blocks_per_replica
+        free = [s for s in range(r * per, (r + 1) * per) if s not in taken]
+        if not free:
+            raise RuntimeError(f"request {req_id} was given replica {r}'s KV blocks, but its {per} decode slots "
+                               "are all taken")
+        return free[0]
 
     def _slots(self) -> np.ndarray:
         return np.array([self.slot_of[r] for r in self.input_batch.req_ids], dtype=np.int64)
@@ -214,13 +214,6 @@ class TTModelRunner:
             # Prefix-cache hits cover whole blocks; a fully cached prompt still recomputes its last block.
             computed = min(self.requests[req_id].num_computed_tokens, lens[i] - 1)
             start[i] = computed // self.block_size * self.block_size
-            if self.replicas > 1:
-                # A cached prefix another replica computed is stale here: recompute it on this one.
-                replica = self._replica(self.slot_of[req_id])
-                cached = [ids[: int(start[i]) // self.block_size] for ids in blocks[i]]
-                if not self.block_owners.all_on(cached, replica):
-                    start[i] = 0
-                self.block_owners.mark([ids[: -(-lens[i] // self.block_size)] for ids in blocks[i]], replica)
         return {"tokens": tokens, "page_table": self._tables(page_table), "prompt_lens": torch.tensor(lens),
                 "start_pos": start,
                 "empty_slots": torch.from_numpy(self._slots())}

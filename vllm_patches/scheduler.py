@@ -22,16 +22,44 @@ where vLLM's mixed step could preempt a lower-priority decoding request instead.
 from __future__ import annotations
 
 from vllm.v1.core.sched.output import SchedulerOutput
-from vllm.v1.core.sched.request_queue import create_request_queue
+from vllm.v1.core.sched.request_queue import SchedulingPolicy, create_request_queue
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.kv_cache_interface import FullAttentionSpec
 from vllm.v1.request import Request, RequestStatus
+
+from vllm_patches.replica_blocks import ReplicaBlocks
+from vllm_patches.tt_config import TTConfig
 
 
 class TTScheduler(Scheduler):
     # Set when the next step must decode: after a chunk of a long prompt (running requests keep streaming between
     # its chunks), and after a prefill attempt that admitted nothing while requests were decoding.
     _decode_next = False
+    # tt.data_parallel > 1: the block pool split among the replicas (vllm_patches/replica_blocks.py).
+    replica_blocks: ReplicaBlocks | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        replicas = TTConfig.from_additional_config(self.vllm_config.additional_config).data_parallel
+        if replicas > 1:
+            if self.policy == SchedulingPolicy.PRIORITY:
+                # vLLM's priority victim is chosen over every running request; a replica's blocks can only be
+                # freed by preempting a request on that replica.
+                raise ValueError("--scheduling-policy priority is not supported with additional_config"
+                                 f'["tt"]["data_parallel"]={replicas}: use the default fcfs policy')
+            self.replica_blocks = ReplicaBlocks(self, replicas, self.max_num_running_reqs)
+
+    def _vllm_schedule(self, throttle_prefills: bool) -> SchedulerOutput:
+        """vLLM's schedule(); with data parallel, a preemption takes the newest request on the replica that ran out
+        of blocks."""
+        if self.replica_blocks is None:
+            return super().schedule(throttle_prefills)
+        self.replica_blocks.new_step()
+        self.running = self.replica_blocks.victims_last(self.running)
+        try:
+            return super().schedule(throttle_prefills)
+        finally:
+            self.running = list(self.running)
 
     def _has_waiting(self) -> bool:
         return bool(len(self.waiting) or len(self.kv_holding_waiting))
@@ -74,7 +102,7 @@ class TTScheduler(Scheduler):
 
     def _predictable(self) -> bool:
         groups = self.kv_cache_config.kv_cache_groups
-        return (len(groups) == 1 and type(groups[0].kv_cache_spec) is FullAttentionSpec
+        return (len(groups) == 1 and type(groups[0].kv_cache_spec) is FullAttentionSpec and self.replica_blocks is None
                 and self.connector is None and self.lora_config is None and not self.num_lookahead_tokens
                 and not getattr(self, "prefix_replay_tokens", 0) and not getattr(self, "num_prefill_lookahead", 0)
                 and not getattr(self, "need_mamba_block_aligned_split", False)
@@ -116,7 +144,7 @@ class TTScheduler(Scheduler):
         self.running = list(chunking)
         self.max_num_active_reqs = cap - len(hidden)
         try:
-            out = super().schedule(throttle_prefills)
+            out = self._vllm_schedule(throttle_prefills)
         finally:
             admitted, self.running, self.max_num_active_reqs = self.running, hidden, cap
             self.running.extend(admitted)
@@ -131,7 +159,7 @@ class TTScheduler(Scheduler):
         if chunking:
             self.running = [r for r in self.running if not r.is_prefill_chunk]
         try:
-            out = super().schedule(throttle_prefills)
+            out = self._vllm_schedule(throttle_prefills)
         finally:
             if chunking:
                 # Preempted chunking requests left running for the waiting queue inside schedule(); the others

@@ -251,18 +251,24 @@ class TTWorker(WorkerBase):
         model = self.model_runner.model
         groups, held = self._kv_groups()
         layers_per_block = max(len(g.layer_names) for g in groups)
+        # Data parallel: each replica's cache is planned as one device's for its share of the users, and vLLM's
+        # pool holds every replica's blocks (split among them: vllm_patches/replica_blocks.py).
+        replicas = self.tt.data_parallel
+        seqs = sched.max_num_seqs // replicas
         capacity = model.kv_cache_capacity(cache.block_size, layers_per_block)
         wanted = wanted_blocks(model.get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
-                                                              max_num_seqs=sched.max_num_seqs),
-                               mc.max_model_len, cache.block_size, sched.max_num_seqs, held)
-        blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size, cache.num_gpu_blocks_override,
-                                held)
-        logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)%s", blocks,
+                                                              max_num_seqs=seqs),
+                               mc.max_model_len, cache.block_size, seqs, held)
+        override = cache.num_gpu_blocks_override
+        blocks = plan_kv_blocks(wanted, capacity, mc.max_model_len, cache.block_size,
+                                None if override is None else override // replicas, held)
+        logger.info("TT KV cache: %d blocks of %d tokens (model asks for %d, device DRAM holds %d)%s%s", blocks,
                     cache.block_size, wanted, capacity.blocks,
                     f"; {len(groups)} KV-cache groups of {layers_per_block} layers, one request holding at most "
-                    f"{held} blocks in each" if len(groups) > 1 else "")
+                    f"{held} blocks in each" if len(groups) > 1 else "",
+                    f" on each of {replicas} data-parallel replicas" if replicas > 1 else "")
         page = next(iter(self.get_kv_cache_spec().values())).page_size_bytes
-        return blocks * layers_per_block * page
+        return blocks * replicas * layers_per_block * page
 
     @_closes_the_device_if_it_fails
     def initialize_from_config(self, kv_cache_config: Any) -> None:
@@ -279,6 +285,7 @@ class TTWorker(WorkerBase):
                 for name in group.layer_names:
                     layer_groups[int(name.split(".")[2])] = g
         runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, n_layers, layer_groups)
+        runner.blocks_per_replica = shape[0] // self.tt.data_parallel
         runner.set_kv_cache_groups(len(groups))
         logger.info("allocated TT KV cache: %d blocks of %d tokens%s", shape[0], shape[2],
                     f" in {len(groups)} groups: {[len(g.layer_names) for g in groups]} layers"

@@ -24,19 +24,26 @@ def mesh_1x2():
 
 
 def build(path, mesh, batch, dp=1):
+    """The model and its KV cache: NUM_BLOCKS blocks on each replica (the pool's ids split among them)."""
     model = TTLlamaForCausalLM.initialize_vllm_model(hf_config(path), mesh, batch, MAX_SEQ, tt_data_parallel=dp,
                                                      optimizations="reference")
     a = model.model.args
-    return model, model.allocate_kv_cache((NUM_BLOCKS, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
+    return model, model.allocate_kv_cache((NUM_BLOCKS * dp, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
                                           a.n_layers)
 
 
+def pages(slot: int) -> torch.Tensor:
+    """Slot's block ids: its replica's share of the ids (NUM_BLOCKS each, the first unused), WIDTH per slot."""
+    replica, local = divmod(slot, PER)
+    return torch.arange(WIDTH) + replica * NUM_BLOCKS + 1 + local * WIDTH
+
+
 def run(model, kv, prompts, slots, steps, batch, enable_trace):
-    """Prefill each prompt into its slot (pages 1 + slot * WIDTH ...), then decode all together; returns the logits
-    of every step per prompt."""
+    """Prefill each prompt into its slot (pages(slot)), then decode all together; returns the logits of every step
+    per prompt."""
     table = torch.zeros(batch, WIDTH, dtype=torch.int32)
     for s in slots:
-        table[s] = torch.arange(WIDTH) + 1 + s * WIDTH % (NUM_BLOCKS - WIDTH - 1)
+        table[s] = pages(s)
     width = max(len(p) for p in prompts)
     tokens = torch.zeros(len(prompts), width, dtype=torch.int32)
     for i, p in enumerate(prompts):
@@ -66,8 +73,9 @@ def test_replicas_equal_single_device_and_follow_hf(mesh_1x2, tiny_root, enable_
     # Slots 1 and 6 on replica 0 and 1; slot 2 on replica 0: both replicas serve users at once.
     slots = [1, 6, 2]
     got = run(dp, dp_kv, PROMPTS, slots, 4, 2 * PER, enable_trace)
-    # The replicas' caches live on different chips.
+    # The replicas' caches live on different chips, each holding its share of the block ids, no more.
     assert dp_kv[0][0][0].device().get_device_ids() != dp_kv[1][0][0].device().get_device_ids()
+    assert [kv[0][0].shape[0] for kv in dp_kv] == [NUM_BLOCKS, NUM_BLOCKS]
 
     for i, (prompt, slot) in enumerate(zip(PROMPTS, slots, strict=True)):
         single_dev = ttnn.open_mesh_device(ttnn.MeshShape(1, 1), trace_region_size=1 << 24)
@@ -100,6 +108,10 @@ def test_data_parallel_refusals(mesh_1x2, tiny_root):
     with pytest.raises(ValueError, match=r"empty_slots \[8\] outside 0..7"):
         dp.prefill_forward(torch.ones(1, 8, dtype=torch.int32), torch.ones(1, WIDTH, dtype=torch.int32), kv, [8],
                            empty_slots=[8])
+    # A slot of replica 1 given replica 0's blocks (ids 1..NUM_BLOCKS - 1): another replica's DRAM.
+    with pytest.raises(ValueError, match=f"slot 5 \\(replica 1\\) names block ids outside replica 1's ids "
+                                         f"{NUM_BLOCKS + 1}..{2 * NUM_BLOCKS - 1}"):
+        dp.prefill_forward(torch.ones(1, 8, dtype=torch.int32), pages(1)[None], kv, [8], empty_slots=[5])
 
 
 def test_every_replica_is_launched_before_any_result_is_read(mesh_1x2, tiny_root, monkeypatch):

@@ -57,14 +57,16 @@ def build(path: Path, mesh, profile: str, batch: int = BATCH, dp: int = 1):
     tt = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, mesh, max_batch_size=batch, max_seq_len=MAX_SEQ,
                                                                tt_data_parallel=dp, optimizations=profile)
     a = tt.model.args
-    kv = tt.allocate_kv_cache((NUM_BLOCKS, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
+    # NUM_BLOCKS on each data-parallel replica: the ids are split among them (tt_models/data_parallel.py).
+    kv = tt.allocate_kv_cache((NUM_BLOCKS * dp, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
     return tt, kv
 
 
-def page_table(batch: int, slots: list[int]) -> torch.Tensor:
+def page_table(batch: int, slots: list[int], dp: int = 1) -> torch.Tensor:
+    """Each slot's blocks, from its replica's share of the ids when dp > 1."""
     table = torch.zeros(batch, WIDTH, dtype=torch.int32)
     for i, s in enumerate(slots):
-        table[s] = torch.arange(WIDTH) + 1 + i * WIDTH
+        table[s] = torch.arange(WIDTH) + 1 + i * WIDTH + s // (batch // dp) * NUM_BLOCKS
     return table
 
 
@@ -72,7 +74,7 @@ def generate(tt, kv, prompts: list[list[int]], slots: list[int], steps: int, bat
              enable_trace: bool = True, follow: list[list[int]] | None = None) -> list[list[torch.Tensor]]:
     """Prefill each prompt into its slot, then decode them together. Each step feeds the token in `follow` (the
     reference's choice) when given, else TT's own argmax. Returns each prompt's logits per step."""
-    table = page_table(batch, slots)
+    table = page_table(batch, slots, len(tt.replicas) if isinstance(tt, DataParallel) else 1)
     width = max(len(p) for p in prompts)
     tokens = torch.zeros(len(prompts), width, dtype=torch.int32)
     for i, p in enumerate(prompts):
