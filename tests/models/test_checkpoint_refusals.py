@@ -145,3 +145,23 @@ def test_mlp_padded_to_whole_tiles_per_chip_matches_hf(tiny_root, tmp_path):
     finally:
         ttnn.close_mesh_device(mesh)
         ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
+
+
+# gpt-oss-20b's published quantization_config: its experts are MXFP4 blocks and scales, the rest bf16.
+GPT_OSS_MXFP4 = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                            "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
+
+
+@pytest.mark.parametrize("edit_config,edit_state,message", [
+    (lambda c: c.update(quantization_config=GPT_OSS_MXFP4), None,
+     r"quant_method='mxfp4'.*dequantize it to bf16 first .*Mxfp4Config\(dequantize=True\)"),
+    (None, _drop("model.layers.1.self_attn.sinks"), r"missing layers\.1\.attention\.sinks"),
+    (None, _drop("model.layers.0.mlp.router.bias"), r"missing layers\.0\.feed_forward\.gate\.bias"),
+])
+def test_gpt_oss_checkpoints_it_cannot_read_are_refused(edit_config, edit_state, message, tiny_root, tmp_path,
+                                                         mesh_device):
+    """The released MXFP4 checkpoints are refused with how to dequantize them; a GPT-OSS checkpoint without a
+    layer's sinks or router bias is refused by name instead of running without them."""
+    path = _variant(tiny_root, tmp_path, "gpt_oss", edit_config=edit_config, edit_state=edit_state)
+    with pytest.raises(UnsupportedModelError, match=message):
+        _init(path, mesh_device)
