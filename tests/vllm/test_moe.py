@@ -114,3 +114,68 @@ def test_gpt_oss_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(tmp_path
         check_against_hf(hf, p, out.outputs[0].token_ids)
     assert (again.num_cached_tokens or 0) >= 256, again.num_cached_tokens
     assert list(again.outputs[0].token_ids) == list(outs[0].outputs[0].token_ids)
+
+
+def test_gpt_oss_through_vllm_serve_gives_hfs_greedy_tokens(tmp_path):
+    """`vllm serve` of the tiny GPT-OSS (sinks that matter) with chunked prefill (64-token budget) and prefix
+    caching, no tokenizer (token-id prompts, token ids back): each completion's greedy tokens are HF's, and the long
+    prompt again (a prefix-cache hit) gives the same tokens."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import openai
+
+    from tests.models.test_moe import LARGE_SINKS, _with_sinks
+    from tests.vllm.test_server import free_port
+
+    path = str(_with_sinks(make_tiny_model("gpt_oss", tmp_path / "tiny"), tmp_path / "gpt_oss_large_sinks",
+                           LARGE_SINKS))
+    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
+    assert vllm, "vLLM's console script is not installed next to this Python"
+    port, log = free_port(), tmp_path / "serve.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen(
+            [vllm, "serve", path, "--host", "127.0.0.1", "--port", str(port), "--skip-tokenizer-init",
+             "--max-num-seqs", "4", "--max-model-len", "512", "--block-size", str(BLOCK),
+             "--max-num-batched-tokens", str(BUDGET), "--enable-prefix-caching", "--num-gpu-blocks-override", "64",
+             "--enable-prompt-tokens-details",
+             "--additional-config", json.dumps({"tt": {"optimizations": "reference"}})],
+            env=dict(os.environ, TT_BACKEND="sim"), stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=tmp_path)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
+    try:
+        deadline = time.time() + 600
+        while True:
+            assert proc.poll() is None, log.read_text()[-4000:]
+            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
+            try:
+                client.models.list()
+                break
+            except openai.APIConnectionError:
+                time.sleep(2)
+
+        def complete(prompt: list[int]) -> tuple[list[int], int]:
+            out = client.completions.create(model=path, prompt=prompt, max_tokens=12, temperature=0.0,
+                                            extra_body={"return_token_ids": True})
+            details = out.usage.prompt_tokens_details
+            return list(out.choices[0].model_extra["token_ids"]), (details.cached_tokens or 0) if details else 0
+
+        got = [complete(p)[0] for p in PROMPTS]
+        again, cached = complete(PROMPTS[0])
+    finally:
+        os.killpg(proc.pid, 2)
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=30)
+    hf = load_hf(path)
+    for p, toks in zip(PROMPTS, got, strict=True):
+        assert len(toks) == 12
+        check_against_hf(hf, p, toks)
+    assert cached >= 256, cached
+    assert again == got[0]
