@@ -1,0 +1,86 @@
+"""Greedy output with n-gram speculation against the same engine without it, for a tiny family on a profile: batch
+1, then batch 32 with one prompt prefilled in chunks, then that prompt again (a prefix-cache hit) beside a fresh one.
+Token for token, with no near-tie excuse: a verify row computes what a decode step at its position computes, bit for
+bit (tests/models/test_spec_verify.py), and both engines prefill alike. Used by tests/vllm/test_spec_matrix.py (a
+slice) and scripts/spec_matrix.py (every family and profile, JSON report)."""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tests.models.tiny import make_tiny_model
+
+BLOCK, BUDGET, STEPS = 32, 64, 24
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
+PROFILES = ("reference", "performance")
+
+
+def prompts() -> tuple[list[int], list[list[int]], list[int]]:
+    """A copyable prompt (a random segment repeated, then its start: n-gram drafts copy it), 31 more, and a
+    290-token prompt (five chunks of the 64-token budget)."""
+    g = torch.Generator().manual_seed(11)
+
+    def copyable() -> list[int]:
+        seg = torch.randint(2, 500, (12,), generator=g).tolist()
+        return seg * 3 + seg[:5]
+
+    return copyable(), [copyable() for _ in range(31)], torch.randint(2, 500, (290,), generator=g).tolist()
+
+
+def _counter(engine: Any, name: str) -> int:
+    return sum(int(m.value) for m in engine.get_metrics() if m.name == name)
+
+
+def _engine(path: Path, profile: str, spec: bool) -> Any:
+    from vllm import LLM
+
+    return LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=32, max_model_len=512, block_size=BLOCK,
+               seed=0, max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=192,
+               disable_log_stats=False, speculative_config=NGRAM if spec else None,
+               additional_config={"tt": {"optimizations": profile}})
+
+
+def run(family: str, profile: str, root: Path) -> dict:
+    """One cell: whether every batch's greedy tokens are equal, and the speculative engine's counters."""
+    from vllm import SamplingParams
+
+    from tests.vllm.conftest import shutdown
+
+    path = make_tiny_model(family, root)
+    one, batch, long = prompts()
+    fresh = prompts()[1][0][::-1]
+    batches = {"batch 1": [one], "batch 32 (chunked)": batch + [long], "prefix hit": [long, fresh]}
+    params = SamplingParams(temperature=0, max_tokens=STEPS, ignore_eos=True)
+    t0 = time.perf_counter()
+    outs: dict[str, dict[str, list[list[int]]]] = {}
+    cell: dict[str, Any] = {"family": family, "profile": profile}
+    for name, spec in (("plain", False), ("spec", True)):
+        engine = _engine(path, profile, spec)
+        try:
+            outs[name] = {}
+            for label, ps in batches.items():
+                got = engine.generate([{"prompt_token_ids": p} for p in ps], params)
+                outs[name][label] = [list(o.outputs[0].token_ids) for o in got]
+                if name == "spec" and label == "prefix hit":
+                    cell["prefix_hit_tokens"] = int(got[0].num_cached_tokens or 0)
+            if spec:
+                cell["drafts"] = _counter(engine, "vllm:spec_decode_num_drafts")
+                cell["draft_tokens"] = _counter(engine, "vllm:spec_decode_num_draft_tokens")
+                cell["accepted_tokens"] = _counter(engine, "vllm:spec_decode_num_accepted_tokens")
+        finally:
+            shutdown(engine)
+            del engine
+            gc.collect()
+    cell["equal"] = {label: outs["spec"][label] == outs["plain"][label] for label in batches}
+    cell["first_difference"] = {
+        label: next(((i, j) for i, (a, b) in enumerate(zip(outs["spec"][label], outs["plain"][label], strict=True))
+                     for j, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        for label in batches if not cell["equal"][label]}
+    cell["ok"] = all(cell["equal"].values()) and cell["drafts"] > 0 and cell["prefix_hit_tokens"] >= 256
+    cell["seconds"] = round(time.perf_counter() - t0, 1)
+    return cell
