@@ -1,4 +1,13 @@
+import contextlib
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,3 +186,40 @@ def assert_same_greedy(engine, hf, prompt_ids: list[list[int]], got: list[list[i
         gap = top[0].logprob - top[1].logprob
         assert gap <= 2 * bf16_ulp(top_logit), (f"position {k}: {a[k]} vs {b[k]}, top-2 gap {gap:.4g} > 2 bf16 ulps "
                                                 f"of the top logit {top_logit:.4g}")
+
+
+@contextlib.contextmanager
+def vllm_serve(model: str, *flags: str, log: Path, env: dict | None = None) -> Iterator[tuple[Any, int]]:
+    """`vllm serve MODEL FLAGS` as a user types it (vLLM's console script next to this Python) on a free port of
+    127.0.0.1, its output in `log`. Yields (openai client, port) once the server answers; on exit stops its whole
+    process group with Ctrl-C, then SIGKILL if it has not exited in 90 s."""
+    import openai
+
+    from tests.vllm.test_server import free_port
+
+    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
+    assert vllm, "vLLM's console script is not installed next to this Python"
+    port = free_port()
+    with open(log, "w") as f:
+        proc = subprocess.Popen([vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port), *flags],
+                                env=env if env is not None else dict(os.environ, TT_BACKEND="sim"), stdout=f,
+                                stderr=subprocess.STDOUT, start_new_session=True, cwd=log.parent)
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
+    try:
+        deadline = time.time() + 600
+        while True:
+            assert proc.poll() is None, log.read_text()[-4000:]
+            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
+            try:
+                client.models.list()
+                break
+            except openai.APIConnectionError:
+                time.sleep(2)
+        yield client, port
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)

@@ -121,43 +121,18 @@ def test_gpt_oss_through_vllm_serve_gives_hfs_greedy_tokens(tmp_path):
     caching, no tokenizer (token-id prompts, token ids back): each completion's greedy tokens are HF's, and the long
     prompt again (a prefix-cache hit) gives the same tokens."""
     import json
-    import shutil
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    import openai
 
     from tests.models.test_moe import LARGE_SINKS, _with_sinks
-    from tests.vllm.test_server import free_port
+    from tests.vllm.conftest import vllm_serve
 
     path = str(_with_sinks(make_tiny_model("gpt_oss", tmp_path / "tiny"), tmp_path / "gpt_oss_large_sinks",
                            LARGE_SINKS))
-    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
-    assert vllm, "vLLM's console script is not installed next to this Python"
-    port, log = free_port(), tmp_path / "serve.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen(
-            [vllm, "serve", path, "--host", "127.0.0.1", "--port", str(port), "--skip-tokenizer-init",
-             "--max-num-seqs", "4", "--max-model-len", "512", "--block-size", str(BLOCK),
+    log = tmp_path / "serve.log"
+    flags = ["--skip-tokenizer-init", "--max-num-seqs", "4", "--max-model-len", "512", "--block-size", str(BLOCK),
              "--max-num-batched-tokens", str(BUDGET), "--enable-prefix-caching", "--num-gpu-blocks-override", "64",
              "--enable-prompt-tokens-details",
-             "--additional-config", json.dumps({"tt": {"optimizations": "reference"}})],
-            env=dict(os.environ, TT_BACKEND="sim"), stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-            cwd=tmp_path)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
-    try:
-        deadline = time.time() + 600
-        while True:
-            assert proc.poll() is None, log.read_text()[-4000:]
-            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
-            try:
-                client.models.list()
-                break
-            except openai.APIConnectionError:
-                time.sleep(2)
-
+             "--additional-config", json.dumps({"tt": {"optimizations": "reference"}})]
+    with vllm_serve(path, *flags, log=log) as (client, _):
         def complete(prompt: list[int]) -> tuple[list[int], int]:
             out = client.completions.create(model=path, prompt=prompt, max_tokens=12, temperature=0.0,
                                             extra_body={"return_token_ids": True})
@@ -166,13 +141,6 @@ def test_gpt_oss_through_vllm_serve_gives_hfs_greedy_tokens(tmp_path):
 
         got = [complete(p)[0] for p in PROMPTS]
         again, cached = complete(PROMPTS[0])
-    finally:
-        os.killpg(proc.pid, 2)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=30)
     hf = load_hf(path)
     for p, toks in zip(PROMPTS, got, strict=True):
         assert len(toks) == 12

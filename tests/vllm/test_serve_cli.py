@@ -6,14 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import openai
 import torch
 
-from tests.vllm.conftest import TEST_KV_BLOCKS
-from tests.vllm.test_server import free_port
+from tests.vllm.conftest import TEST_KV_BLOCKS, vllm_serve
 
 PROMPT = "The capital of France is"
 REPO = "tt-test/SmolLM2-short"
@@ -35,28 +32,13 @@ def hub_cache(model_dir: Path, root: Path, repo: str) -> Path:
 
 def test_vllm_serve_a_hub_id_with_no_tt_flags(short_dir, short_hf, tmp_path):
     """(A local directory with no TT flag is served in tests/vllm/test_shutdown.py.)"""
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(TT_BACKEND="sim", HF_HUB_OFFLINE="1",
                HF_HUB_CACHE=str(hub_cache(Path(short_dir), tmp_path / "hub", REPO)))
     model = REPO
-    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
-    assert vllm, "vLLM's console script is not installed next to this Python"
     log = tmp_path / "serve.log"
-    with open(log, "w") as f:
-        proc = subprocess.Popen([vllm, "serve", model, "--host", "127.0.0.1", "--port", str(port)], env=env,
-                                stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
-    try:
-        deadline = time.time() + 600
-        while True:
-            assert proc.poll() is None, log.read_text()[-4000:]
-            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
-            try:
-                served = [m.id for m in client.models.list().data]
-                break
-            except openai.APIConnectionError:
-                time.sleep(2)
+    with vllm_serve(model, log=log, env=env) as (client, _):
+        served = [m.id for m in client.models.list().data]
         assert served == [model]
         from transformers import AutoTokenizer
 
@@ -71,13 +53,6 @@ def test_vllm_serve_a_hub_id_with_no_tt_flags(short_dir, short_hf, tmp_path):
         with torch.no_grad():
             best = short_hf(torch.tensor([ids])).logits[0, -1].topk(5).indices.tolist()
         assert got[0] in best, (got, best)
-    finally:
-        os.killpg(proc.pid, 2)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=30)
 
 
 def test_a_hub_id_not_in_the_cache_gets_hugging_faces_error(tmp_path):

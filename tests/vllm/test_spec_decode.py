@@ -11,18 +11,11 @@ outputs are identical with no near-tie excuse; what this file adds is the runner
 changes."""
 
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
-import openai
 import pytest
 import requests
 import torch
@@ -199,31 +192,16 @@ def test_vllm_serve_with_drafts_preempts_and_aborts(engines, short_dir, short_hf
     its blocks come back), then four concurrent requests that must preempt each other give the plain engine's greedy
     tokens (up to a logged bf16 tie on this profile: a recomputed request prefills what it had decoded) with drafts
     accepted along the way."""
-    from tests.vllm.conftest import assert_same_greedy
-    from tests.vllm.test_server import free_port
+    from tests.vllm.conftest import assert_same_greedy, vllm_serve
 
     plain = engines[0]
-    port = free_port()
-    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
     log = tmp_path / "serve.log"
     # 6 usable blocks of 64 tokens for 4 requests that each grow to 2: some must be preempted.
-    args = [vllm, "serve", short_dir, "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "short",
-            "--speculative-config", json.dumps(NGRAM), "--max-num-seqs", "4", "--max-model-len", "256",
-            "--block-size", "64", "--num-gpu-blocks-override", "7", "--no-enable-prefix-caching"]
-    with open(log, "w") as f:
-        proc = subprocess.Popen(args, env=dict(os.environ, TT_BACKEND="sim"), stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=tmp_path)
-    client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", timeout=300, max_retries=0)
-    try:
-        deadline = time.time() + 600
-        while True:
-            assert proc.poll() is None, log.read_text()[-4000:]
-            assert time.time() < deadline, "did not start: " + log.read_text()[-4000:]
-            try:
-                client.models.list()
-                break
-            except openai.APIConnectionError:
-                time.sleep(2)
+    flags = ["--served-model-name", "short", "--speculative-config", json.dumps(NGRAM), "--max-num-seqs", "4",
+             "--max-model-len", "256", "--block-size", "64", "--num-gpu-blocks-override", "7",
+             "--no-enable-prefix-caching"]
+    with vllm_serve(short_dir, *flags, log=log) as (client, port):
+        deadline = time.time() + 300
         tok = plain.get_tokenizer()
 
         # Abort: a 200-token stream closed after 5 chunks.
@@ -235,7 +213,7 @@ def test_vllm_serve_with_drafts_preempts_and_aborts(engines, short_dir, short_hf
                 break
         stream.close()
         while prometheus(port).get("vllm:num_requests_running", 0.0) > 0:
-            assert time.time() < deadline + 300, "the closed stream's request kept running"
+            assert time.time() < deadline, "the closed stream's request kept running"
             time.sleep(0.5)
         produced = prometheus(port).get("vllm:generation_tokens_total", 0.0) - before
         assert 5 <= produced < 100, produced
@@ -257,12 +235,5 @@ def test_vllm_serve_with_drafts_preempts_and_aborts(engines, short_dir, short_hf
         assert metrics.get("vllm:num_preemptions_total", 0.0) > 0, log.read_text()[-3000:]
         assert metrics.get("vllm:spec_decode_num_accepted_tokens_total", 0.0) > 0
         assert metrics.get("vllm:kv_cache_usage_perc", 1.0) == 0.0
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
     want = greedy(plain, [{"prompt_token_ids": x} for x in ids], n=48)
     assert_same_greedy(plain, short_hf, ids, got, want, "performance")
