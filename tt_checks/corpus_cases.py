@@ -575,6 +575,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from matmul()
     yield from heads()
     from tt_checks import (
+        cases_all_to_all,
         cases_clamp,
         cases_data_movement,
         cases_distributed_norm,
@@ -603,3 +604,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_widths.cases()
     yield from cases_moe.cases()
     yield from cases_clamp.cases()
+    yield from cases_all_to_all.cases()

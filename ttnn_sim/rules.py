@@ -69,10 +69,10 @@ def all_rules() -> list[Rule]:
     # Importing the op modules registers their rules.
     import importlib
 
-    for module in ("clamp", "conversion", "copy_op", "data_movement", "distributed_norm", "eltwise", "embedding",
-                   "experimental", "fused_softmax", "generic_reduction", "heads", "matmul", "normalization", "padding",
-                   "paged_cache", "placement", "reduction", "rotary", "sampling", "sdpa_decode", "sparse_matmul",
-                   "transformer"):
+    for module in ("all_to_all", "clamp", "conversion", "copy_op", "data_movement", "distributed_norm", "eltwise",
+                   "embedding", "experimental", "fused_softmax", "generic_reduction", "heads", "matmul",
+                   "normalization", "padding", "paged_cache", "placement", "reduction", "rotary", "sampling",
+                   "sdpa_decode", "sparse_matmul", "transformer"):
         importlib.import_module(f"{__package__}.{module}")
 
     return [r for rs in sorted(REGISTRY, key=lambda r: r.op) for r in rs.rules]
@@ -84,7 +84,10 @@ def markdown() -> str:
              "ttnn 0.81.1 enforces, with its message (`{}` marks a printed value), the tt-metal source that checks it,",
              "and the differential-corpus cases (tests/fixtures/ttnn_corpus_0.81.1.json) that test it both ways: the",
              "first case(s) break the rule and are rejected by the real ttnn and by the simulator with this message,",
-             "the last is the nearest valid call, accepted by both. tests/sim/test_rules.py checks every line.", ""]
+             "the last is the nearest valid call, accepted by both. tests/sim/test_rules.py checks every line.",
+             "Cases named `MESH/case` (the collectives) were recorded on mock meshes (N300, T3K, `T3K:2x4`: a",
+             "T3K's chips as 2x4) into tests/fixtures/all_to_all_0.81.1.json; tests/sim/test_all_to_all.py checks them.",
+             ""]
     all_rules()
     for rs in sorted(REGISTRY, key=lambda r: r.op):
         if not rs.rules:
