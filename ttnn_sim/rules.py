@@ -86,7 +86,8 @@ def markdown() -> str:
              "first case(s) break the rule and are rejected by the real ttnn and by the simulator with this message,",
              "the last is the nearest valid call, accepted by both. tests/sim/test_rules.py checks every line.",
              "Cases named `MESH/case` (the collectives) were recorded on mock meshes (N300, T3K, `T3K:2x4`: a",
-             "T3K's chips as 2x4) into tests/fixtures/all_to_all_0.81.1.json; tests/sim/test_all_to_all.py checks them.",
+             "T3K's chips as 2x4) into tests/fixtures/all_to_all_0.81.1.json; tests/sim/test_all_to_all.py",
+             "checks them.",
              ""]
     all_rules()
     for rs in sorted(REGISTRY, key=lambda r: r.op):
