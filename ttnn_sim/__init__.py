@@ -10,17 +10,20 @@ from .ccl import (
     FabricConfig,
     FabricManagerMode,
     FabricReliabilityMode,
+    FabricRouterConfig,
     FabricTensixConfig,
     FabricUDMMode,
     ReduceType,
     Topology,
     all_gather,
     all_reduce,
+    apply_device_delay,
     create_global_semaphore,
     get_fabric_config,
     reduce_scatter,
     reset_global_semaphore_value,
     set_fabric_config,
+    using_distributed_env,
 )
 from .clamp import clamp
 from .comparison import pearson_correlation_coefficient
@@ -100,13 +103,22 @@ from .memory import (
     L1_WIDTH_SHARDED_MEMORY_CONFIG,
     BufferType,
     MemoryConfig,
+    NdShardSpec,
+    ShardDistributionStrategy,
     ShardOrientation,
     ShardSpec,
     ShardStrategy,
     TensorMemoryLayout,
     create_sharded_memory_config,
 )
-from .mesh_mapping import MeshMapperConfig, PlacementReplicate, PlacementShard, create_mesh_mapper, get_device_tensors
+from .mesh_mapping import (
+    MeshMapperConfig,
+    PlacementReplicate,
+    PlacementShard,
+    TensorTopology,
+    create_mesh_mapper,
+    get_device_tensors,
+)
 from .normalization import rms_norm
 from .padding import fill_implicit_tile_padding
 from .program_configs import (

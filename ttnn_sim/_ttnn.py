@@ -10,3 +10,17 @@ from types import SimpleNamespace
 from .device import MeshDevice
 
 multi_device = SimpleNamespace(MeshDevice=MeshDevice)
+
+
+def __getattr__(name: str):
+    # ttnn._ttnn.fabric: tt-metal's CCL tests build a FabricRouterConfig through it (imported lazily: ccl imports
+    # this package's device module).
+    if name == "fabric":
+        from . import ccl
+
+        return SimpleNamespace(FabricRouterConfig=ccl.FabricRouterConfig, FabricConfig=ccl.FabricConfig,
+                               FabricReliabilityMode=ccl.FabricReliabilityMode,
+                               FabricTensixConfig=ccl.FabricTensixConfig, FabricUDMMode=ccl.FabricUDMMode,
+                               FabricManagerMode=ccl.FabricManagerMode, set_fabric_config=ccl.set_fabric_config,
+                               get_fabric_config=ccl.get_fabric_config)
+    raise AttributeError(f"module 'ttnn._ttnn' has no attribute {name!r}")

@@ -23,11 +23,12 @@ from typing import Any
 import torch
 
 from . import device as _device
-from .compute import f32, output, per_device
+from .compute import f32, output, per_device, per_device_write
 from .device import MeshDevice
 from .errors import TTError, refuse_options
 from .memory import BufferType, MemoryConfig
-from .tensor import Tensor, require_device
+from .tensor import Tensor, require_device, store_as
+from .topology import gathered
 from .trace import device_op
 from .types import TILE_SIZE, DataType, Layout
 
@@ -105,6 +106,15 @@ _fabric = FabricConfig.DISABLED
 _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class FabricRouterConfig:
+    """ttnn._ttnn.fabric.FabricRouterConfig: the fabric routers' settings (max_packet_payload_size_bytes; None
+    keeps the fabric's default). The simulator's collectives move whole buffers, so the packet size changes no
+    value; set_fabric_config records it."""
+
+    def __init__(self) -> None:
+        self.max_packet_payload_size_bytes: int | None = None
+
+
 def set_fabric_config(
     config: FabricConfig,
     reliability_mode: FabricReliabilityMode = FabricReliabilityMode.STRICT_INIT,
@@ -120,6 +130,9 @@ def set_fabric_config(
     global _fabric
     if not isinstance(config, FabricConfig):
         raise TTError("set_fabric_config", f"config must be a ttnn.FabricConfig, got {config!r}")
+    if router_config is not None and not isinstance(router_config, FabricRouterConfig):
+        raise TypeError(f"set_fabric_config(): incompatible function arguments: router_config must be a "
+                        f"ttnn._ttnn.fabric.FabricRouterConfig, got {type(router_config).__name__}")
     open_now = [d for d in _device._open if d.is_open]
     if open_now and config is not FabricConfig.DISABLED:
         raise TTError("set_fabric_config", f"SetFabricConfig({config.name}) is not allowed while devices are still "
@@ -305,12 +318,37 @@ def all_gather(
     num_buffers_per_channel: int | None = None,
     use_l1_small_for_semaphores: bool = False,
 ) -> Tensor:
-    """Every chip of a line gets the concatenation, along dim, of the line's buffers in mesh order."""
-    refuse_options("all_gather", output_tensor=output_tensor)
-    return _all_gather("all_gather", input_tensor, dim, cluster_axis, memory_config)
+    """Every chip of a line gets the concatenation, along dim, of the line's buffers in mesh order; with
+    output_tensor, written into that tensor's buffers (which the call returns)."""
+    return _all_gather("all_gather", input_tensor, dim, cluster_axis, memory_config, output_tensor)
 
 
-def _all_gather(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | None, memory_config: Any) -> Tensor:
+def _check_output_tensor(op: str, input_tensor: Tensor, out: Tensor, dim: int, ring: int) -> None:
+    """ttnn/cpp/ttnn/operations/ccl/all_gather/device/all_gather_device_operation.cpp, a given output tensor, in the
+    device's order (messages measured on the mock T3K): a device tensor, the input's layout and dtype, its rank,
+    and the gathered shape."""
+    require_device(op, out)
+    if out.layout != input_tensor.layout:
+        raise TTError(op, f"Output tensor layout Layout::{out.layout.name} should be same as input tensor layout "
+                          f"Layout::{input_tensor.layout.name}")
+    if out.dtype != input_tensor.dtype:
+        raise TTError(op, f"Output tensor dtype DataType::{out.dtype.name} should be same as input tensor dtype "
+                          f"DataType::{input_tensor.dtype.name}")
+    expected = list(input_tensor.shape)
+    expected[dim] *= ring
+    if len(out.shape) != len(expected):
+        raise TTError(op, f"Output tensor shape should have same number of dimensions as input tensor but has "
+                          f"{len(out.shape)}")
+    if list(out.shape) != expected:
+        raise TTError(op, f"Output tensor shape must be Shape({expected}), got Shape({list(out.shape)})")
+
+
+def _write_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+    dst.copy_(src)
+
+
+def _all_gather(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | None, memory_config: Any,
+                output_tensor: Tensor | None = None, reverse: bool = False) -> Tensor:
     dev = require_device(op, input_tensor)
     if not isinstance(dim, int):
         raise TTError(op, f"dim must be an int, got {dim!r}")
@@ -328,10 +366,24 @@ def _all_gather(op: str, input_tensor: Tensor, dim: int, cluster_axis: int | Non
     if _fabric_of(dev) not in _2D_FABRICS and cluster_axis is None and rows > 1 and cols > 1:
         raise TTError(op, "1D fabric on a 2D mesh_device requires cluster_axis to be set")
     d = dim % rank
+    if output_tensor is not None:
+        _check_output_tensor(op, input_tensor, output_tensor, d, _ring_size(lines))
     _check_composite_l1(op, dev, input_tensor, d, _ring_size(lines))
+    if reverse:
+        lines = [line[::-1] for line in lines]
     where = _line_of(lines, input_tensor.num_shards)
     shards = per_device(_gather_kernel, _chip_index(input_tensor.num_shards), _MeshBuffers(input_tensor), where, d)
-    return output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+    topology = gathered(input_tensor.tensor_topology(), cluster_axis)
+    if output_tensor is not None:
+        # The op writes the gathered buffers into the given tensor, which it returns (in its memory config).
+        result = Tensor.make([store_as(s, output_tensor.dtype) for s in shards], output_tensor.dtype,
+                             output_tensor.layout, None)
+        per_device_write(_write_into, output_tensor, result)
+        output_tensor._topology = topology
+        return output_tensor
+    out = output(input_tensor, shards, memory_config=memory_config or input_tensor.memory_config())
+    out._topology = topology
+    return out
 
 
 # A program's statically allocated circular buffers grow up from the L1 unreserved base and must end below the lowest
@@ -545,6 +597,38 @@ def all_gather_async(
 
 
 @device_op(kernel_replay=True)
+def all_gather_async_reversed(
+    input_tensor: Tensor,
+    dim: Any = None,
+    multi_device_global_semaphore: Any = None,
+    *rest: Any,
+    num_links: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    topology: Topology = Topology.Ring,
+    subdevice_id: Any = None,
+    use_optimal_ccl_for_llama: bool = False,
+    barrier_semaphore: Any = None,
+    sub_core_grids: Any = None,
+    num_workers_per_link: int | None = None,
+    num_buffers_per_channel: int | None = None,
+    persistent_output_buffer: Tensor | None = None,
+    cluster_axis: int | None = None,
+    use_broadcast: bool = False,
+    chunks_per_sync: int | None = None,
+) -> Tensor:
+    """ttnn.experimental.all_gather_async_reversed: all_gather_async with the line's chips in reverse order along
+    the gathered dim (the first two of 0.81.1's overloads; the (dim, cluster_axis, mesh_device, topology, semaphore)
+    one is not simulated)."""
+    op = "experimental.all_gather_async_reversed"
+    if rest or dim is None or isinstance(dim, Tensor):  # the persistent-output-buffer overload, positionally
+        persistent_output_buffer = dim if isinstance(dim, Tensor) else persistent_output_buffer
+        dim, multi_device_global_semaphore = multi_device_global_semaphore, (rest[0] if rest else None)
+    refuse_options(op, persistent_output_buffer=persistent_output_buffer)
+    _require_semaphores(op, multi_device_global_semaphore)
+    return _all_gather(op, input_tensor, dim, cluster_axis, memory_config, reverse=True)
+
+
+@device_op(kernel_replay=True)
 def reduce_scatter_minimal_async(
     input_tensor: Tensor,
     persistent_output_buffers: Sequence[Tensor] | None = None,
@@ -616,8 +700,33 @@ def all_reduce_async(
     return _all_reduce(op, input_tensor, cluster_axis, memory_config)
 
 
+def apply_device_delay(mesh_device: MeshDevice, delays: Sequence[Sequence[int]], *, subdevice_id: Any = None) -> None:
+    """ttnn.apply_device_delay: each chip spins delays[row][col] cycles before its next op (a skew for testing the
+    collectives' semaphores). The simulator's collectives run synchronously, so a delay changes nothing but is
+    validated as ttnn 0.81.1 validates it (debug/device/apply_device_delay_device_operation.cpp; messages measured
+    on the mock T3K)."""
+    op = "apply_device_delay"
+    if not isinstance(mesh_device, MeshDevice):
+        raise TTError(op, f"mesh_device must be a MeshDevice, got {type(mesh_device).__name__}")
+    mesh_device.check_open(op)
+    rows, cols = mesh_device.shape
+    delays = [list(r) for r in delays]
+    if len(delays) != rows:
+        raise TTError(op, f"delays rows ({len(delays)}) must match mesh rows ({rows})")
+    for r, row in enumerate(delays):
+        if len(row) != cols:
+            raise TTError(op, f"delays cols for row {r} ({len(row)}) must match mesh cols ({cols})")
+
+
+def using_distributed_env() -> bool:
+    """ttnn.using_distributed_env(): whether this process is one of several sharing a mesh (multi-host); the
+    simulator runs in one process, as the real ttnn does on one host (False, as measured)."""
+    return False
+
+
 __all__ = [
     "FabricConfig",
+    "FabricRouterConfig",
     "FabricManagerMode",
     "FabricReliabilityMode",
     "FabricTensixConfig",
@@ -627,9 +736,11 @@ __all__ = [
     "Topology",
     "all_gather",
     "all_reduce",
+    "apply_device_delay",
     "create_global_semaphore",
     "get_fabric_config",
     "reduce_scatter",
     "reset_global_semaphore_value",
     "set_fabric_config",
+    "using_distributed_env",
 ]

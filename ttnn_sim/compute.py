@@ -42,6 +42,7 @@ def output(
     layout = layout or ref.layout
     out = Tensor.make([store_as(s, dtype) for s in shards], dtype, layout, ref.device_or_none,
                       memory_config or ref.memory_config(), op=op)
+    out._topology = ref._topology
     if _recording:
         _recording[-1].outputs.append((shards, dtype, out))
     return out

@@ -152,6 +152,10 @@ def from_torch(
         device = mesh_mapper.device_for(device)  # a mapper onto a submesh of the mesh
     out = _place(host, device, memory_config) if device is not None else host
     out._tile = small_tile
+    if device is not None and mesh_mapper is not None:
+        from .topology import of_mapper
+
+        out._topology = of_mapper(mesh_mapper, device)
     return out
 
 

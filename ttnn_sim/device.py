@@ -105,6 +105,24 @@ class Arch(enum.Enum):
 _CHIP_MEMORY: dict[int, ChipMemory] = {}
 
 
+class MeshDeviceView:
+    """ttnn.MeshDevice.get_view(): the mesh's shape and which of its devices this process drives (all of them: the
+    simulator, like a single-host ttnn, runs the whole mesh in one process)."""
+
+    def __init__(self, mesh: MeshDevice) -> None:
+        self._mesh = mesh
+
+    def shape(self) -> MeshShape:
+        return self._mesh.shape
+
+    def num_devices(self) -> int:
+        return self._mesh.get_num_devices()
+
+    def is_local(self, coord: MeshCoordinate) -> bool:
+        r, c = tuple(coord)
+        return 0 <= r < self._mesh.shape.num_rows and 0 <= c < self._mesh.shape.num_cols
+
+
 class MeshDevice:
     """A grid of chips. A single opened device is a 1x1 mesh, as in current ttnn."""
 
@@ -170,6 +188,19 @@ class MeshDevice:
             MeshDevice(MeshShape(rows, cols), self._device_ids[i * per : (i + 1) * per], self.trace_region_size)
             for i in range(n)
         ]
+
+    def create_submesh(self, submesh_shape: MeshShape, offset: MeshCoordinate | None = None) -> MeshDevice:
+        """The chips of a rows x cols window of this mesh at offset (default [0, 0]) as a mesh of their own, on the
+        same chips and memory."""
+        rows, cols = tuple(submesh_shape)
+        r0, c0 = tuple(offset) if offset is not None else (0, 0)
+        if r0 + rows > self.shape.num_rows or c0 + cols > self.shape.num_cols:
+            raise TTError("create_submesh", f"{submesh_shape} at offset {[r0, c0]} does not fit in mesh {self.shape}")
+        ids = [self._device_ids[(r0 + r) * self.shape.num_cols + c0 + c] for r in range(rows) for c in range(cols)]
+        return MeshDevice(MeshShape(rows, cols), ids, self.trace_region_size)
+
+    def get_view(self) -> MeshDeviceView:
+        return MeshDeviceView(self)
 
     def submesh_view(self, shape: tuple[int, int]) -> MeshDevice:
         """The mesh's first rows x cols chips as a mesh (same chips, same memory): where a tensor mapped onto a

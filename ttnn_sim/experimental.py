@@ -1,6 +1,6 @@
 """ttnn.experimental: the ops tt_transformers reaches through this namespace."""
 
-from .ccl import all_gather_async, all_reduce_async, reduce_scatter_minimal_async
+from .ccl import all_gather_async, all_gather_async_reversed, all_reduce_async, reduce_scatter_minimal_async
 from .heads import (
     nlp_concat_heads,
     nlp_concat_heads_decode,
@@ -13,6 +13,7 @@ from .rotary import rotary_embedding_llama
 
 __all__ = [
     "all_gather_async",
+    "all_gather_async_reversed",
     "all_reduce_async",
     "reduce_scatter_minimal_async",
     "nlp_concat_heads",

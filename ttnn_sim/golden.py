@@ -130,12 +130,18 @@ GOLDEN: dict[str, Callable[..., Any]] = {
 
 
 def attach(namespace: Any) -> None:
-    """Give every op of the namespace (and its transformer/experimental submodules) its golden_function."""
-    for mod in (namespace, namespace.transformer, namespace.experimental):
+    """Give every op of the namespace (and its transformer/experimental submodules) its golden_function, and the
+    python_fully_qualified_name every ttnn operation carries (ttnn.experimental.all_gather_async's is
+    "ttnn.experimental.all_gather_async"; tt-metal's CCL tests log it)."""
+    for mod, prefix in ((namespace, "ttnn."), (namespace.transformer, "ttnn.transformer."),
+                        (namespace.experimental, "ttnn.experimental.")):
         for name in dir(mod):
             op = getattr(mod, name)
             if callable(op) and not isinstance(op, type) and not name.startswith("_"):
                 try:
                     op.golden_function = GOLDEN.get(name)
+                    if getattr(op, "__module__", "").startswith("ttnn_sim") and \
+                            not hasattr(op, "python_fully_qualified_name"):
+                        op.python_fully_qualified_name = prefix + name
                 except AttributeError:  # builtins and bound methods take no attributes
                     pass

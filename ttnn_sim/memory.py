@@ -21,6 +21,7 @@ class TensorMemoryLayout(enum.Enum):
     HEIGHT_SHARDED = 2
     WIDTH_SHARDED = 3
     BLOCK_SHARDED = 4
+    ND_SHARDED = 5  # a MemoryConfig(buffer_type, NdShardSpec): shards of an N-D shape (ttnn 0.81.1, experimental)
 
 
 class BufferType(enum.Enum):
@@ -39,6 +40,14 @@ class ShardStrategy(enum.Enum):
 class ShardOrientation(enum.Enum):
     ROW_MAJOR = 0
     COL_MAJOR = 1
+
+
+class ShardDistributionStrategy(enum.Enum):
+    """How an ND-sharded tensor's shards are dealt to the grid's cores (ttnn 0.81.1's three)."""
+
+    ROUND_ROBIN_1D = 0
+    GRID_2D = 1
+    CONTIGUOUS_1D = 2
 
 
 class ShardSpec:
@@ -68,16 +77,59 @@ class ShardSpec:
         return f"ShardSpec(grid={self.grid!r}, shape={self.shape}, orientation={self.orientation.name})"
 
 
+class NdShardSpec:
+    """ttnn.NdShardSpec(shard_shape, grid, orientation=ROW_MAJOR, shard_distribution_strategy=ROUND_ROBIN_1D): the
+    tensor cut into shards of an N-D shape (ceil(dim / shard dim) along each dim of the padded shape, the last shard
+    along a dim possibly part-filled), dealt to the grid's cores in orientation order; a core may hold several."""
+
+    __slots__ = ("shard_shape", "grid", "orientation", "shard_distribution_strategy")
+
+    def __init__(self, shard_shape: Any, grid: CoreRangeSet,
+                 orientation: ShardOrientation = ShardOrientation.ROW_MAJOR,
+                 shard_distribution_strategy: ShardDistributionStrategy = ShardDistributionStrategy.ROUND_ROBIN_1D
+                 ) -> None:
+        from .types import Shape
+
+        self.shard_shape = shard_shape if isinstance(shard_shape, Shape) else Shape([int(d) for d in shard_shape])
+        self.grid = as_range_set(grid)
+        self.orientation = orientation
+        self.shard_distribution_strategy = shard_distribution_strategy
+
+    def num_cores(self) -> int:
+        return self.grid.num_cores()
+
+    def _key(self) -> tuple:
+        return (tuple(int(d) for d in self.shard_shape), self.grid, self.orientation,
+                self.shard_distribution_strategy)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NdShardSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"NdShardSpec(shard_shape={list(int(d) for d in self.shard_shape)}, grid={self.grid!r}, "
+                f"orientation={self.orientation.name}, "
+                f"shard_distribution_strategy={self.shard_distribution_strategy.name})")
+
+
 class MemoryConfig:
-    """ttnn.MemoryConfig(memory_layout=INTERLEAVED, buffer_type=DRAM, shard_spec=None)."""
+    """ttnn.MemoryConfig(memory_layout=INTERLEAVED, buffer_type=DRAM, shard_spec=None), or, for ND sharding,
+    ttnn.MemoryConfig(buffer_type, nd_shard_spec) (memory_layout ND_SHARDED, shard_spec None)."""
 
-    __slots__ = ("memory_layout", "buffer_type", "shard_spec")
+    __slots__ = ("memory_layout", "buffer_type", "shard_spec", "nd_shard_spec")
 
-    def __init__(self, memory_layout: TensorMemoryLayout = TensorMemoryLayout.INTERLEAVED,
-                 buffer_type: BufferType = BufferType.DRAM, shard_spec: ShardSpec | None = None) -> None:
+    def __init__(self, memory_layout: Any = TensorMemoryLayout.INTERLEAVED,
+                 buffer_type: Any = BufferType.DRAM, shard_spec: ShardSpec | None = None) -> None:
+        if isinstance(memory_layout, BufferType) and isinstance(buffer_type, NdShardSpec) and shard_spec is None:
+            self.memory_layout, self.buffer_type = TensorMemoryLayout.ND_SHARDED, memory_layout
+            self.shard_spec, self.nd_shard_spec = None, buffer_type
+            return
         self.memory_layout = memory_layout
         self.buffer_type = buffer_type
         self.shard_spec = shard_spec
+        self.nd_shard_spec = None
 
     def is_sharded(self) -> bool:
         return self.memory_layout != TensorMemoryLayout.INTERLEAVED
@@ -88,20 +140,24 @@ class MemoryConfig:
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, MemoryConfig) and self.memory_layout == other.memory_layout
-                and self.buffer_type == other.buffer_type and self.shard_spec == other.shard_spec)
+                and self.buffer_type == other.buffer_type and self.shard_spec == other.shard_spec
+                and self.nd_shard_spec == other.nd_shard_spec)
 
     def __hash__(self) -> int:
-        return hash((self.memory_layout, self.buffer_type, self.shard_spec))
+        return hash((self.memory_layout, self.buffer_type, self.shard_spec, self.nd_shard_spec))
 
     def __repr__(self) -> str:
+        nd = f", nd_shard_spec={self.nd_shard_spec!r}" if self.nd_shard_spec is not None else ""
         return (f"MemoryConfig(memory_layout={self.memory_layout.name}, buffer_type={self.buffer_type.name}, "
-                f"shard_spec={self.shard_spec!r})")
+                f"shard_spec={self.shard_spec!r}{nd})")
 
 
 def memory_config_to_data(mc: MemoryConfig | None) -> list | None:
     """Plain data (lists, strings, ints) for a memory config, as a tensor file stores it."""
     if mc is None:
         return None
+    if mc.nd_shard_spec is not None:
+        raise TTError("dump_tensor", "the simulator does not store ND-sharded memory configs in tensor files")
     spec = mc.shard_spec
     shard = None if spec is None else [[[r.start.x, r.start.y, r.end.x, r.end.y] for r in spec.grid.ranges()],
                                        list(spec.shape), spec.orientation.name]

@@ -8,26 +8,12 @@ rows x cols chips, which the simulator models as a tensor on a submesh view of t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .conversion import ShardTensor2dMesh
 from .errors import TTError
 from .tensor import Tensor
-
-
-@dataclass(frozen=True)
-class PlacementReplicate:
-    def __repr__(self) -> str:
-        return "PlacementReplicate()"
-
-
-@dataclass(frozen=True)
-class PlacementShard:
-    dim: int
-
-    def __repr__(self) -> str:
-        return f"PlacementShard({self.dim})"
+from .topology import PlacementReplicate, PlacementShard, TensorTopology
 
 
 class MeshMapperConfig:
@@ -64,4 +50,5 @@ def get_device_tensors(tensor: Tensor) -> list[Tensor]:
     return [Tensor.make([tensor.shard(i)], tensor.dtype, tensor.layout, None) for i in range(tensor.num_shards)]
 
 
-__all__ = ["MeshMapperConfig", "PlacementReplicate", "PlacementShard", "create_mesh_mapper", "get_device_tensors"]
+__all__ = ["MeshMapperConfig", "PlacementReplicate", "PlacementShard", "TensorTopology", "create_mesh_mapper",
+           "get_device_tensors"]

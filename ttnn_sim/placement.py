@@ -72,6 +72,9 @@ def check_placement(op: str, device: Any, shape: tuple[int, ...], layout: Layout
         raise fail(BFP_TILE_ONLY)
     if not mc.is_sharded():
         return
+    if mc.nd_shard_spec is not None:
+        _check_nd(op, device, shape, layout, mc)
+        return
     spec = mc.shard_spec
     if spec is None:
         raise fail(NO_SPEC)
@@ -106,15 +109,60 @@ def check_placement(op: str, device: Any, shape: tuple[int, ...], layout: Layout
                 raise fail(BS_COL_MAJOR_COLS, along_h, box.x)
             if along_w > box.y:
                 raise fail(BS_COL_MAJOR_ROWS, along_w, box.y)
-    if mc.buffer_type == BufferType.DRAM:
+    _check_grid(op, device, mc.buffer_type, spec.grid)
+
+
+def _check_grid(op: str, device: Any, buffer_type: BufferType, grid: Any) -> None:
+    """tt_metal/impl/buffers/buffer.cpp: every shard core has a bank of the buffer's type."""
+    def fail(rule: Any, *values: Any) -> TTError:
+        return TTError(op, rule.message.format(*values) if values else rule.message)
+
+    if buffer_type == BufferType.DRAM:
         banks = device.dram_grid_size().x
-        for core in spec.grid.cores():
+        for core in grid.cores():
             if core.y != 0:
                 raise fail(DRAM_ROW0, core.x, core.y)
             if core.x >= banks:
                 raise fail(DRAM_OFF_GRID, core.x, core.y, banks)
     else:
         gx, gy = device.chip.grid
-        for core in spec.grid.cores():
+        for core in grid.cores():
             if core.x >= gx or core.y >= gy:
                 raise fail(L1_OFF_GRID, core.x, core.y, gx * gy)
+
+
+def nd_padded_shape(shape: tuple[int, ...], layout: Layout) -> list[int]:
+    """The padded shape an ND shard grid cuts: a TILE tensor's last two dims rounded up to whole tiles (a tiled tensor
+    of rank < 2 promoted to rank 2 first); a ROW_MAJOR tensor keeps its shape and rank."""
+    dims = [int(d) for d in shape]
+    if layout == Layout.TILE:
+        dims = [1] * max(0, 2 - len(dims)) + dims
+        dims[-1], dims[-2] = -(-dims[-1] // TILE_SIZE) * TILE_SIZE, -(-dims[-2] // TILE_SIZE) * TILE_SIZE
+    return dims
+
+
+def nd_shard_grid(shape: tuple[int, ...], layout: Layout, shard: list[int]) -> list[int]:
+    """Shards along each dim of the shard's rank: ceil(dim / shard dim), the tensor's padded shape first folded to
+    the shard's rank (its leading dims multiplied into the first)."""
+    dims = nd_padded_shape(shape, layout)
+    k = len(shard)
+    folded = [math.prod(dims[: len(dims) - k + 1])] + dims[len(dims) - k + 1:] if k else []
+    return [-(-d // s) for d, s in zip(folded, shard, strict=True)]
+
+
+def _check_nd(op: str, device: Any, shape: tuple[int, ...], layout: Layout, mc: MemoryConfig) -> None:
+    """ND sharding (MemoryConfig(buffer_type, NdShardSpec)), as ttnn 0.81.1 checks it when a tensor is placed -
+    measured on the mock T3K (probe in docs/tt-metal-unit-tests.md, all_gather section): the tensor's (padded) rank
+    must be at least the shard's (tt_metal/impl/buffers/buffer_distribution_spec.cpp), a TILE tensor's shard must
+    be whole tiles in its last two dims (tt_metal/impl/tensor/spec/layout/tensor_layout.cpp), and every shard core
+    needs a bank of the buffer's type (buffer.cpp, the legacy grid rules)."""
+    spec = mc.nd_shard_spec
+    shard = [int(d) for d in spec.shard_shape]
+    rank = len(nd_padded_shape(shape, layout))
+    if rank < len(shard):
+        raise TTError(op, f"Tensor shape rank ({rank}) can't be less than shard shape rank ({len(shard)})!")
+    if layout == Layout.TILE:
+        physical = [1] * max(0, 2 - len(shard)) + shard
+        if physical[-1] % TILE_SIZE or physical[-2] % TILE_SIZE:
+            raise TTError(op, f"Physical shard shape Shape({physical}) must be tile {{32, 32}} sized!")
+    _check_grid(op, device, mc.buffer_type, spec.grid)

@@ -81,7 +81,7 @@ class Tensor:
     """ttnn.Tensor. Host tensors have device None; device tensors hold one buffer per chip of their mesh."""
 
     __slots__ = ("_shards", "_shape", "_dtype", "_layout", "_device", "_memory_config", "_deallocated", "_alloc",
-                 "_tile", "__weakref__")
+                 "_tile", "_topology", "__weakref__")
 
     def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
         """The real constructors: Tensor(other) (the same tensor), Tensor(torch_or_numpy, data_type=None,
@@ -146,6 +146,7 @@ class Tensor:
         self._deallocated = False
         self._alloc = None
         self._tile = None  # (h, w) of a tile shape other than 32x32 (from_torch(tile=...)); None: 32x32
+        self._topology = None  # a TensorTopology set where it is not the default (ttnn_sim/topology.py)
 
     @classmethod
     def make(
@@ -172,13 +173,24 @@ class Tensor:
         captured trace keeps of the tensors it touches."""
         tw = Tensor.__new__(Tensor)
         tw._init(self._shards, self._shape, self._dtype, self._layout, self._device, self._memory_config)
+        tw._topology = self._topology
         return tw
+
+    def tensor_topology(self) -> Any:
+        """How the tensor is laid over its mesh (ttnn.TensorTopology): what from_torch's mapper or the op that made
+        it set, else replicated over the device's chips (a host tensor: MeshShape([1]) at [0, 0])."""
+        from . import topology
+
+        if self._topology is not None:
+            return self._topology
+        return topology.host_topology() if self._device is None else topology.replicated(self._device)
 
     def _rebind(self, other: Tensor) -> None:
         """Take over other's buffers in place: trace replay writes results into the captured tensor objects."""
         alloc = other._alloc
         self._init(other._shards, other._shape, other._dtype, other._layout, other._device, other._memory_config)
         self._alloc = alloc
+        self._topology = other._topology
 
     # --- ttnn.Tensor API ---
     @property

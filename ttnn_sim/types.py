@@ -214,3 +214,14 @@ class StorageType(enum.Enum):
 
     def __repr__(self) -> str:
         return f"StorageType.{self.name}"
+
+
+_ELEMENT_SIZE = {DataType.BFLOAT16: 2, DataType.FLOAT32: 4, DataType.UINT32: 4, DataType.INT32: 4,
+                 DataType.UINT16: 2, DataType.UINT8: 1, DataType.FP8_E4M3: 1}
+
+
+def element_size(dtype: DataType) -> int:
+    """ttnn.element_size: bytes per element; block floats have none (0.81.1 raises this ValueError, measured)."""
+    if dtype in BLOCK_FLOAT_TYPES:
+        raise ValueError("datum for bfp2, bfp4, bfp8 is invalid")
+    return _ELEMENT_SIZE[dtype]

@@ -430,3 +430,117 @@ def test_composite_all_gather_against_l1_follows_the_device(case, fabric):
     assert sim["ok"] == real["ok"], f"real: {real}, simulator: {sim}"
     if not real["ok"]:  # refused for L1: buffers clashing with the concat's, or L1 exhausted before it runs
         assert "clash with L1 buffers" in sim["error"] or "Out of Memory" in sim["error"], sim["error"]
+
+
+# --- all_gather's output tensor, output topology, ND sharding (tt-metal's test_all_gather.py; verdicts and messages
+# measured with the real ttnn 0.81.1 on a mock T3K, docs/tt-metal-unit-tests.md's all_gather section) ---
+def test_all_gather_writes_into_output_tensor_with_the_device_refusals(fabric):
+    m = open_mesh(1, 8)
+    try:
+        shards = rand_shards(8, (1, 1, 32, 32))
+        x = put(m, shards)
+        repl = ttnn.ReplicateTensorToMesh(m)
+
+        def buffer(shape, dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT):
+            return ttnn.from_torch(torch.zeros(shape), dtype=dtype, layout=layout, device=m, mesh_mapper=repl)
+
+        out = buffer([1, 1, 32, 256])
+        got = ttnn.all_gather(x, dim=-1, output_tensor=out)
+        assert got is out
+        want = torch.cat([s.float() for s in shards], dim=3)
+        for i in range(8):
+            assert torch.equal(ttnn.to_torch(ttnn.get_device_tensors(out)[i]).float(), want)
+        with pytest.raises(ttnn.TTError, match=r"Output tensor layout Layout::ROW_MAJOR should be same as input "
+                                               r"tensor layout Layout::TILE"):
+            ttnn.all_gather(x, dim=-1, output_tensor=buffer([1, 1, 32, 256], layout=ttnn.ROW_MAJOR_LAYOUT))
+        with pytest.raises(ttnn.TTError, match=r"Output tensor dtype DataType::BFLOAT8_B should be same as input "
+                                               r"tensor dtype DataType::BFLOAT16"):
+            ttnn.all_gather(x, dim=-1, output_tensor=buffer([1, 1, 32, 256], dtype=ttnn.bfloat8_b))
+        with pytest.raises(ttnn.TTError, match="should have same number of dimensions as input tensor but has 5"):
+            ttnn.all_gather(x, dim=-1, output_tensor=buffer([1, 1, 1, 32, 256]))
+        with pytest.raises(ttnn.TTError, match=r"Output tensor shape must be Shape\(\[1, 1, 32, 256\]\), got "
+                                               r"Shape\(\[1, 1, 32, 128\]\)"):
+            ttnn.all_gather(x, dim=-1, output_tensor=buffer([1, 1, 32, 128]))
+    finally:
+        ttnn.close_mesh_device(m)
+
+
+def test_all_gather_output_topology_follows_the_device(fabric):
+    m = open_mesh(2, 4)
+    try:
+        x = ttnn.from_torch(torch.rand(1, 1, 64, 128), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=m,
+                            mesh_mapper=ttnn.ShardTensor2dMesh(m, dims=(2, 3), mesh_shape=(2, 4)))
+        t = x.tensor_topology()
+        assert [repr(p) for p in t.placements()] == ["PlacementShard(2)", "PlacementShard(3)"]
+        assert repr(t.distribution_shape()) == "MeshShape([2, 4])" and len(t.mesh_coords()) == 8
+        g = ttnn.all_gather(x, 3, cluster_axis=1).tensor_topology()
+        assert [repr(p) for p in g.placements()] == ["PlacementShard(2)", "PlacementReplicate()"]
+        assert g == ttnn.TensorTopology(t.distribution_shape(), [ttnn.PlacementShard(2), ttnn.PlacementReplicate()],
+                                        t.mesh_coords())
+        flat = ttnn.from_torch(torch.rand(1, 1, 32, 256), dtype=ttnn.bfloat16, layout=ttnn.TILE_LAYOUT, device=m,
+                               mesh_mapper=ttnn.ShardTensorToMesh(m, dim=3))
+        assert repr(flat.tensor_topology().distribution_shape()) == "MeshShape([8])"
+        # 0.81.1 replicates a 1-D distribution whatever dim is gathered (measured: sharded on -2, gathered on 3).
+        assert [repr(p) for p in flat.tensor_topology().placements()] == ["PlacementShard(3)"]
+        assert [repr(p) for p in ttnn.all_gather(flat, 2, cluster_axis=1).tensor_topology().placements()] == \
+            ["PlacementReplicate()"]
+        host = ttnn.from_torch(torch.rand(1, 1, 32, 32)).tensor_topology()
+        assert repr(host) == ("TensorTopology(distribution_shape=MeshShape([1]), placements=SmallVector("
+                              "[PlacementReplicate()]), mesh_coords=MeshCoordinate([0, 0]))")
+    finally:
+        ttnn.close_mesh_device(m)
+
+
+def test_nd_sharded_placement_follows_the_device(fabric):
+    m = open_mesh(1, 8)
+    try:
+        grid = ttnn.num_cores_to_corerangeset(8, ttnn.CoreCoord(8, 8), row_wise=True)
+
+        def nd(shape, buffer=ttnn.BufferType.L1, cores=grid, **kw):
+            return ttnn.MemoryConfig(buffer, ttnn.NdShardSpec(ttnn.Shape(shape), cores, **kw))
+
+        def place(shape, mc, layout=ttnn.TILE_LAYOUT):
+            return ttnn.from_torch(torch.rand(shape), dtype=ttnn.bfloat16, layout=layout, device=m, memory_config=mc)
+
+        assert nd([1, 1, 64, 64]).memory_layout == ttnn.TensorMemoryLayout.ND_SHARDED
+        assert nd([1, 1, 64, 64]).shard_spec is None and ttnn.L1_MEMORY_CONFIG.nd_shard_spec is None
+        with pytest.raises(ttnn.TTError, match=r"Physical shard shape Shape\(\[1, 1, 16, 64\]\) must be tile"):
+            place([1, 1, 64, 128], nd([1, 1, 16, 64]))
+        with pytest.raises(ttnn.TTError, match=r"Tensor shape rank \(2\) can't be less than shard shape rank \(4\)"):
+            place([64, 128], nd([1, 1, 32, 64]))
+        with pytest.raises(ttnn.TTError, match=r"shard core \(0, 1\) is not on row 0"):
+            place([1, 1, 64, 128], nd([1, 1, 32, 64], ttnn.BufferType.DRAM,
+                                      ttnn.num_cores_to_corerangeset(9, ttnn.CoreCoord(8, 8), row_wise=True)))
+        place([1, 1, 64, 128], nd([1, 1, 8, 64]), ttnn.ROW_MAJOR_LAYOUT)
+        # Per-core bytes measured on the mock T3K (the distance between two such buffers placed one after the other).
+        from ttnn_sim.allocator import bytes_per_bank
+
+        for shape, shard, cores, per_core in (([1, 1, 128, 512], [1, 1, 64, 64], 8, 16384),
+                                              ([1, 1, 128, 512], [1, 1, 32, 32], 4, 32768),
+                                              ([3, 8, 64, 64], [2, 1, 32, 64], 8, 32768)):
+            mc = nd(shard, cores=ttnn.num_cores_to_corerangeset(cores, ttnn.CoreCoord(8, 8), row_wise=True))
+            place(shape, mc)
+            assert bytes_per_bank(m.chip, tuple(shape), ttnn.bfloat16, ttnn.TILE_LAYOUT, mc)[0] == per_core
+        # all_gather of ND-sharded tensors, in and out (0.81.1 accepts these, mock T3K)
+        torch_input = torch.randn(1, 1, 128, 512).bfloat16()
+        x = ttnn.from_torch(torch_input, layout=ttnn.TILE_LAYOUT, device=m, memory_config=nd([1, 1, 64, 64]),
+                            mesh_mapper=ttnn.ShardTensorToMesh(m, dim=3))
+        out = ttnn.all_gather(x, 3, memory_config=nd([1, 1, 64, 64]))
+        assert out.memory_config() == nd([1, 1, 64, 64])
+        assert torch.equal(ttnn.to_torch(ttnn.get_device_tensors(out)[5]), torch_input)
+    finally:
+        ttnn.close_mesh_device(m)
+
+
+def test_apply_device_delay_checks_the_mesh_shape(fabric):
+    m = open_mesh(1, 8)
+    try:
+        ttnn.apply_device_delay(m, [[400_000] + [0] * 6 + [800_000]])
+        with pytest.raises(ttnn.TTError, match=r"delays rows \(2\) must match mesh rows \(1\)"):
+            ttnn.apply_device_delay(m, [[1] * 8, [1] * 8])
+        with pytest.raises(ttnn.TTError, match=r"delays cols for row 0 \(2\) must match mesh cols \(8\)"):
+            ttnn.apply_device_delay(m, [[1, 2]])
+        assert ttnn.using_distributed_env() is False
+        assert m.get_view().is_local(ttnn.MeshCoordinate(0, 7))
+    finally:
+        ttnn.close_mesh_device(m)
