@@ -144,12 +144,15 @@ class TTCausalLM(Generator):
         """KV-cache tokens across all users this model asks for (tt_models/configs/models), before device limits."""
         return load_model_overrides(model_name).token_budget or DEFAULT_TOKEN_BUDGET
 
-    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None) -> KVCapacity:
+    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None,
+                          draft: TTCausalLM | None = None) -> KVCapacity:
         """KV blocks of block_size tokens the device's DRAM holds now (after the weights), leaving room for
         prefill's activations at this model's chunk size. cache_layers: how many layers' K/V tensors a block spans
-        (default every layer; vLLM's hybrid KV cache lets one layer of each group share a tensor, so fewer)."""
+        (default every layer; vLLM's hybrid KV cache lets one layer of each group share a tensor, so fewer).
+        draft: a speculative-decoding draft model whose cache takes each block id too."""
+        also = [] if draft is None else [(draft.model.local_args, draft.model.kv_cache_dtype())]
         return kv_capacity(self.mesh_device, self.model.local_args, block_size, self.model.kv_cache_dtype(),
-                           self.max_prefill_chunk, cache_layers)
+                           self.max_prefill_chunk, cache_layers, also)
 
     @property
     def kv_cache_heads(self) -> int:

@@ -66,19 +66,28 @@ def cache_slots(layer_groups: Sequence[int] | None, n_layers: int) -> list[int]:
 
 
 def kv_capacity(device: Any, args: Any, block_size: int, kv_dtype: Any, max_prefill_tokens: int,
-                cache_layers: int | None = None) -> KVCapacity:
+                cache_layers: int | None = None, also: Sequence[tuple[Any, Any]] = ()) -> KVCapacity:
     """KV blocks that fit in the device's DRAM as it is now (call once the weights are loaded); a block spans
-    cache_layers layers' K and V (default: every layer; fewer under vLLM's hybrid KV cache, see cache_slots)."""
-    n_layers = cache_layers or args.n_layers
+    cache_layers layers' K and V (default: every layer; fewer under vLLM's hybrid KV cache, see cache_slots).
+    also: (args, kv_dtype) of other models' caches indexed by the same block ids (a speculative-decoding draft
+    model's, every layer), so a block costs each of them too."""
     view = ttnn.get_memory_view(device, ttnn.BufferType.DRAM)
     banks, free = view.num_banks, view.largest_contiguous_bytes_free_per_bank
-    reserve = activation_reserve(args, max_prefill_tokens, banks)
-    name = kv_dtype.name if hasattr(kv_dtype, "name") else str(kv_dtype).rsplit(".", 1)[-1]
-    per_block = kv_bank_bytes(banks, n_layers, args.n_kv_heads, block_size, args.head_dim, name, banks) / banks
+    caches = [(args, kv_dtype, cache_layers or args.n_layers)] + [(a, d, a.n_layers) for a, d in also]
+    reserve = max(activation_reserve(a, max_prefill_tokens, banks) for a, _, _ in caches)
+
+    def bank_bytes(blocks: int) -> int:
+        return sum(kv_bank_bytes(blocks, n, a.n_kv_heads, block_size, a.head_dim, _dtype_name(d), banks)
+                   for a, d, n in caches)
+
+    per_block = bank_bytes(banks) / banks
     budget = free - reserve
     blocks = max(0, int(budget // per_block)) if per_block else 0
     # The per-bank rounding can cost a tile per tensor: step down until the exact size fits.
-    while blocks and kv_bank_bytes(blocks, n_layers, args.n_kv_heads, block_size, args.head_dim, name,
-                                   banks) > budget:
+    while blocks and bank_bytes(blocks) > budget:
         blocks -= 1
     return KVCapacity(blocks, free, reserve, per_block, banks)
+
+
+def _dtype_name(kv_dtype: Any) -> str:
+    return kv_dtype.name if hasattr(kv_dtype, "name") else str(kv_dtype).rsplit(".", 1)[-1]

@@ -23,8 +23,9 @@ def tt_load_format(vllm_load_format: Any) -> str:
     return LOAD_FORMATS[name]
 
 
-def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig) -> Any:
-    mc = vllm_config.model_config
+def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig, model_config: Any = None) -> Any:
+    """The served model, or with model_config another on the same mesh (a speculative-decoding draft model)."""
+    mc = model_config or vllm_config.model_config
     cls = tt_generation_class(mc.hf_config.architectures)
     load_format = tt_load_format(vllm_config.load_config.load_format)
     logger.info("loading %s for %s (%s profile, %s weights)", cls.__name__, mc.model, tt.optimizations, load_format)

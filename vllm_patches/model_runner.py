@@ -200,7 +200,11 @@ class TTModelRunner:
         before the first token not yet computed (a chunk that ended mid-block recomputes that block's head)."""
         batch = self.input_batch
         n = batch.num_reqs
-        lens = [self.requests[r].num_computed_tokens + so.num_scheduled_tokens[r] for r in batch.req_ids]
+        # vLLM pads a new request's last prompt token with placeholder drafts (-1) to the verify width; prefill
+        # computes the prompt and samples one token, which rejects them all.
+        drafts = so.scheduled_spec_decode_tokens
+        lens = [self.requests[r].num_computed_tokens + so.num_scheduled_tokens[r] - len(drafts.get(r, ()))
+                for r in batch.req_ids]
         # Rows whose prompt continues in a later step: their last logits are not a prediction to sample from.
         self._partial = {i for i in range(n) if lens[i] < int(batch.num_tokens_no_spec[i])}
         tokens = torch.zeros(n, max(lens), dtype=torch.int32)
@@ -350,6 +354,8 @@ class TTModelRunner:
             wanted = self.prompt_logprobs.wanted(batch.req_ids)
             out = self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=device_params,
                                              return_prompt_logits=wanted, **inputs)
+            if self.spec is not None:
+                self.spec.prefill(self, inputs)
             if wanted is not None:
                 out, every = out
                 prompt_logprobs = self.prompt_logprobs.collect(list(batch.req_ids), self.requests,
@@ -421,7 +427,7 @@ class TTModelRunner:
 
     def _output(self, sampled: list[list[int]], logprobs: Any, prompt_logprobs: dict) -> ModelRunnerOutput:
         if self.spec is not None:
-            self.spec.propose(self.input_batch, sampled)
+            self.spec.propose(self, sampled)
         req_ids = list(self.input_batch.req_ids)
         return ModelRunnerOutput(req_ids=req_ids, req_id_to_index={r: i for i, r in enumerate(req_ids)},
                                  sampled_token_ids=sampled, logprobs=logprobs, prompt_logprobs_dict=prompt_logprobs)

@@ -35,7 +35,7 @@ from vllm_patches import rejection_kernels
 logger = logging.getLogger(__name__)
 
 TILE_USERS = 32  # a request's rows stay inside one tile of users (one device core each)
-SUPPORTED_METHODS = ("ngram",)
+SUPPORTED_METHODS = ("ngram", "draft_model")
 
 
 def check_speculative_config(spec: Any, tt: Any) -> None:
@@ -43,15 +43,20 @@ def check_speculative_config(spec: Any, tt: Any) -> None:
     method = spec.method
     if method not in SUPPORTED_METHODS:
         kind = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "medusa": "Medusa", "mtp": "MTP heads",
-                "draft_model": "a draft model", "suffix": "suffix decoding"}.get(method, method)
+                "suffix": "suffix decoding"}.get(method, method)
         raise ValueError(f"speculative decoding with {kind} (method={method!r}) is not supported on TT: the TT "
-                         f"runner drafts with vLLM's n-gram proposer (method='ngram') only")
+                         f"runner drafts with vLLM's n-gram proposer (method='ngram') or a draft model of the "
+                         f"target's tokenizer (method='draft_model')")
     if tt.data_parallel > 1:
         raise ValueError('speculative decoding with additional_config["tt"]["data_parallel"] > 1 is not supported '
                          "on TT: a verify step's rows would have to stay on each request's replica")
     if spec.num_speculative_tokens + 1 > TILE_USERS:
         raise ValueError(f"num_speculative_tokens={spec.num_speculative_tokens}: a request's drafts and last token "
                          f"must fit one tile of {TILE_USERS} users on the device")
+    if method == "draft_model":
+        from vllm_patches.draft_model import check_draft_model
+
+        check_draft_model(spec)
 
 
 class SpecDecoder:
@@ -60,10 +65,14 @@ class SpecDecoder:
     def __init__(self, vllm_config: Any) -> None:
         from vllm.v1.spec_decode.ngram_proposer import NgramProposer
 
+        from vllm_patches.draft_model import DraftModelDrafter
+
         spec = vllm_config.speculative_config
         self.k = spec.num_speculative_tokens
         rejection_kernels.install()  # vLLM's rejection sampler, with its kernels run on the host
-        self.drafter = NgramProposer(vllm_config)
+        # A draft model (the worker loads it and its cache), or vLLM's n-gram proposer over each request's tokens.
+        self.draft = DraftModelDrafter(self.k) if spec.method == "draft_model" else None
+        self.drafter = None if self.draft is not None else NgramProposer(vllm_config)
         self.rejection_sampler = RejectionSampler(self._sampler_for(vllm_config))
         self._drafts: DraftTokenIds | None = None
         self.verify_steps = 0  # observability (benchmarks): verify steps and their device replays
@@ -80,9 +89,18 @@ class SpecDecoder:
         return sampler
 
     # ------------------------------------------------------------------ drafts
-    def propose(self, batch: Any, sampled: list[list[int]]) -> None:
+    def prefill(self, runner: Any, inputs: dict[str, torch.Tensor]) -> None:
+        """The target's prefill step, mirrored into the draft model's cache (a draft model only)."""
+        if self.draft is not None:
+            self.draft.prefill(runner, inputs)
+
+    def propose(self, runner: Any, sampled: list[list[int]]) -> None:
         """Drafts for the batch's requests after their tokens this step (`sampled`, empty for a prompt chunk)."""
-        drafts = self.drafter.propose(self.k, sampled, batch.num_tokens_no_spec, batch.token_ids_cpu)
+        batch = runner.input_batch
+        if self.draft is not None:
+            drafts = self.draft.propose(runner, sampled)
+        else:
+            drafts = self.drafter.propose(self.k, sampled, batch.num_tokens_no_spec, batch.token_ids_cpu)
         self._drafts = DraftTokenIds(list(batch.req_ids), [list(d) for d in drafts])
 
     def take(self) -> DraftTokenIds | None:
@@ -114,7 +132,8 @@ class SpecDecoder:
                 length = int(batch.num_tokens_no_spec[i])
                 m = per_req[i]
                 tokens[r0, 0] = int(batch.token_ids_cpu[i, length - 1])
-                tokens[r0 + 1 : r0 + m, 0] = torch.tensor(drafts[i], dtype=torch.int32)
+                # A placeholder or grammar-invalid draft (-1) is scored at some valid token and never accepted.
+                tokens[r0 + 1 : r0 + m, 0] = torch.tensor(drafts[i], dtype=torch.int32).clamp(min=0)
                 pos[r0 : r0 + m] = torch.arange(length - 1, length - 1 + m, dtype=torch.int32)
                 group[r0 : r0 + m] = torch.arange(m, dtype=torch.int32)
                 for g in range(runner.kv_groups):

@@ -155,9 +155,26 @@ class TTWorker(WorkerBase):
     @_closes_the_device_if_it_fails
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         self.model_runner.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt)
-        if self.model_runner.spec is not None and self.model_runner.model.model.user_split is not None:
+        spec = self.model_runner.spec
+        if spec is not None and self.model_runner.model.model.user_split is not None:
             raise ValueError("speculative decoding on a 2-D mesh whose rows share out the users is not supported on "
                              "TT: a verify step's rows would have to stay on each request's row of chips")
+        if spec is not None and spec.draft is not None:
+            draft_config = self.vllm_config.speculative_config.draft_model_config
+            spec.draft.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt, draft_config)
+            args = spec.draft.model.model.args
+            if any(args.window(i) is not None for i in range(args.n_layers)) or self._hybrid_target():
+                raise ValueError("a draft model or target with sliding-window layers is not supported on TT: the "
+                                 "draft's cache follows the target's one block table")
+
+    def _hybrid_target(self) -> bool:
+        args = self.model_runner.model.model.args
+        return any(args.window(i) is not None for i in range(args.n_layers))
+
+    def _draft(self) -> Any:
+        """The speculative-decoding draft model's generation class, or None."""
+        spec = self.model_runner.spec
+        return spec.draft.model if spec is not None and spec.draft is not None else None
 
     def get_model(self) -> Any:
         return self.model_runner.model
@@ -255,7 +272,10 @@ class TTWorker(WorkerBase):
         # pool holds every replica's blocks (split among them: vllm_patches/replica_blocks.py).
         replicas = self.tt.data_parallel
         seqs = sched.max_num_seqs // replicas
-        capacity = model.kv_cache_capacity(cache.block_size, layers_per_block)
+        # A draft model's cache has as many blocks as the target's (the same ids): a block costs both.
+        draft = self._draft()
+        capacity = (model.kv_cache_capacity(cache.block_size, layers_per_block) if draft is None else
+                    model.kv_cache_capacity(cache.block_size, layers_per_block, draft=draft))
         wanted = wanted_blocks(model.get_max_tokens_all_users(mc.model, max_model_len=mc.max_model_len,
                                                               max_num_seqs=seqs),
                                mc.max_model_len, cache.block_size, seqs, held)
@@ -285,6 +305,10 @@ class TTWorker(WorkerBase):
                 for name in group.layer_names:
                     layer_groups[int(name.split(".")[2])] = g
         runner.kv_cache = runner.model.allocate_kv_cache(shape, mc.dtype, n_layers, layer_groups)
+        if (draft := self._draft()) is not None:
+            a = draft.model.args
+            runner.spec.draft.kv_cache = draft.allocate_kv_cache(
+                (shape[0], draft.kv_cache_heads, shape[2], a.head_dim), mc.dtype, a.n_layers)
         runner.blocks_per_replica = shape[0] // self.tt.data_parallel
         runner.set_kv_cache_groups(len(groups))
         logger.info("allocated TT KV cache: %d blocks of %d tokens%s", shape[0], shape[2],
@@ -311,6 +335,12 @@ class TTWorker(WorkerBase):
                                                      repetition_penalty=[1.1] * n, token_history=[None] * n)]
             runner.model.warmup_model_decode(runner.kv_cache, self.tt.trace_decode, runner.max_num_seqs, runner.width,
                                              sampling_params=decode_sampling)
+            if (draft := self._draft()) is not None:
+                # The draft prefills what the target does and decodes greedy on the device only.
+                draft.warmup_model_prefill(runner.spec.draft.kv_cache, False, [None])
+                draft.warmup_model_decode(runner.spec.draft.kv_cache, self.tt.trace_decode, runner.max_num_seqs,
+                                          runner.width,
+                                          sampling_params=[TTSamplingParams(temperature=[0.0] * runner.max_num_seqs)])
         return CompilationTimes(language_model=time.perf_counter() - t0, encoder=0.0)
 
     # --- steps ---

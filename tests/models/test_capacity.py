@@ -106,3 +106,24 @@ def test_capacity_matches_the_real_allocator(case):
         del m
     finally:
         ttnn.close_mesh_device(dev)
+
+
+def test_the_draft_cache_takes_its_share_of_the_dram():
+    """kv_capacity with a draft's cache beside the target's: a block costs both, so fewer blocks fit, in the ratio
+    of their per-block bytes (up to the per-bank rounding)."""
+    from types import SimpleNamespace
+
+    from tt_models.capacity import kv_capacity
+
+    device = ttnn.open_mesh_device(ttnn.MeshShape(1, 1))
+    try:
+        target = SimpleNamespace(n_layers=30, n_kv_heads=3, head_dim=64, dim=576, n_heads=9, hidden_dim=1536,
+                                 vocab_size=49152)
+        draft = SimpleNamespace(n_layers=2, n_kv_heads=3, head_dim=64, dim=576, n_heads=9, hidden_dim=1536,
+                                vocab_size=49152)
+        alone = kv_capacity(device, target, 64, ttnn.bfloat8_b, 2048)
+        both = kv_capacity(device, target, 64, ttnn.bfloat8_b, 2048, also=[(draft, ttnn.bfloat8_b)])
+    finally:
+        ttnn.close_mesh_device(device)
+    assert both.bytes_per_block_per_bank == pytest.approx(alone.bytes_per_block_per_bank * 32 / 30)
+    assert both.blocks == pytest.approx(alone.blocks * 30 / 32, abs=2)
