@@ -61,6 +61,12 @@ class DataParallel:
         return self.per_replica * len(self.replicas)
 
     @property
+    def verify_rows(self) -> int:
+        """Rows of a speculative verify step: each replica's verify rows in turn (replica r's are rows
+        r * R .. (r + 1) * R - 1, R = one replica's), so a request's rows go to the replica holding its KV."""
+        return self.replicas[0].verify_rows * len(self.replicas)
+
+    @property
     def max_seq_len(self) -> int:
         return self.replicas[0].max_seq_len
 
@@ -164,18 +170,23 @@ class DataParallel:
     def decode_forward(self, tokens: torch.Tensor, start_pos: torch.Tensor, page_table: torch.Tensor,
                        kv_cache: list, enable_trace: bool = True, read_from_device: bool = True,
                        sampling_params: TTSamplingParams | None = None, **kw: Any) -> Any:
-        if tokens.shape[0] != self.max_batch_size:
-            raise ValueError(f"decode batch must be padded to max_batch_size {self.max_batch_size}, got "
-                             f"{tokens.shape[0]}")
+        # A verify step (writes > 1) fills each replica's verify rows; a decode step its users.
+        verify = kw.get("writes", 1) > 1
+        rows = self.verify_rows if verify else self.max_batch_size
+        if tokens.shape[0] != rows:
+            raise ValueError(f"decode batch must be padded to {'verify_rows' if verify else 'max_batch_size'} "
+                             f"{rows}, got {tokens.shape[0]}")
+        per = rows // len(self.replicas)
         # Every replica's step is launched before any result is read: a read waits for its replica's device, so
         # reading replica r before launching r + 1 would run the replicas one after another.
         outs = []
         for r, replica in enumerate(self.replicas):
-            lo, hi = r * self.per_replica, (r + 1) * self.per_replica
+            lo, hi = r * per, (r + 1) * per
+            share = dict(kw, write_group=kw["write_group"][lo:hi]) if verify else kw
             outs.append(replica.decode_forward(tokens[lo:hi], start_pos[lo:hi],
                                                self._local(page_table[..., lo:hi, :], r, range(lo, hi)),
                                                self._kv(kv_cache, r), enable_trace, False,
-                                               _split_params(sampling_params, lo, hi), **kw))
+                                               _split_params(sampling_params, lo, hi), **share))
         return self.process_decode_output_host(*self.read_decode_output(outs)) if read_from_device else outs
 
     def read_decode_output(self, tt_out: list, async_read: bool = False) -> tuple[list, bool, int]:
@@ -183,7 +194,10 @@ class DataParallel:
         return [x[0] for x in reads], reads[0][1], sum(x[2] for x in reads)
 
     def process_decode_output_host(self, host_out: list, is_tokens: bool = False, users: int | None = None) -> Any:
-        parts = [r.process_decode_output_host(h, is_tokens) for r, h in zip(self.replicas, host_out, strict=True)]
+        # users: the replicas' rows together (read_decode_output's sum), each replica's share of them its own.
+        each = None if users is None else users // len(self.replicas)
+        parts = [r.process_decode_output_host(h, is_tokens, each)
+                 for r, h in zip(self.replicas, host_out, strict=True)]
         out = _cat(parts)
         if users is None:
             return out

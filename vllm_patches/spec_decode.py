@@ -47,9 +47,9 @@ def check_speculative_config(spec: Any, tt: Any) -> None:
         raise ValueError(f"speculative decoding with {kind} (method={method!r}) is not supported on TT: the TT "
                          f"runner drafts with vLLM's n-gram proposer (method='ngram') or a draft model of the "
                          f"target's tokenizer (method='draft_model')")
-    if tt.data_parallel > 1:
-        raise ValueError('speculative decoding with additional_config["tt"]["data_parallel"] > 1 is not supported '
-                         "on TT: a verify step's rows would have to stay on each request's replica")
+    if tt.data_parallel > 1 and method == "draft_model":
+        raise ValueError('a draft model with additional_config["tt"]["data_parallel"] > 1 is not supported on TT '
+                         "(n-gram drafts are)")
     if spec.num_speculative_tokens + 1 > TILE_USERS:
         raise ValueError(f"num_speculative_tokens={spec.num_speculative_tokens}: a request's drafts and last token "
                          f"must fit one tile of {TILE_USERS} users on the device")
@@ -118,7 +118,11 @@ class SpecDecoder:
         n, rows = batch.num_reqs, model.verify_rows
         drafts = [list(so.scheduled_spec_decode_tokens.get(r, ())) for r in batch.req_ids]
         per_req = [1 + len(d) for d in drafts]
-        passes = self._pack(per_req, rows)
+        # Data parallel: replica r verifies on rows r * R .. (r + 1) * R - 1; a request on its slot's replica.
+        replicas = runner.replicas
+        share = runner.max_num_seqs // replicas
+        home = [runner.slot_of[r] // share for r in batch.req_ids]
+        passes = self._pack_replicas(per_req, home, rows // replicas, replicas)
         self.verify_steps += 1
         self.verify_replays += len(passes)
         scored: list[torch.Tensor | None] = [None] * n
@@ -155,6 +159,19 @@ class SpecDecoder:
         if grammar_output is not None:
             apply_grammar_bitmask(so, grammar_output, batch, logits)
         return self._rejection_sample(drafts, logits, batch.sampling_metadata, runner.vocab_size)
+
+    @classmethod
+    def _pack_replicas(cls, per_req: list[int], home: list[int], rows: int,
+                       replicas: int) -> list[list[tuple[int, int]]]:
+        """_pack on each replica's rows (`rows` each), its passes merged pass by pass."""
+        passes: list[list[tuple[int, int]]] = []
+        for r in range(replicas):
+            mine = [i for i in range(len(per_req)) if home[i] == r]
+            for p, members in enumerate(cls._pack([per_req[i] for i in mine], rows)):
+                if p == len(passes):
+                    passes.append([])
+                passes[p] += [(mine[j], r * rows + row) for j, row in members]
+        return [p for p in passes if p]
 
     @staticmethod
     def _pack(per_req: list[int], rows: int) -> list[list[tuple[int, int]]]:

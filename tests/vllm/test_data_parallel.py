@@ -5,6 +5,7 @@ replicas (vllm_patches/replica_blocks.py): each replica's cache holds half the p
 its own replica, a prefix is reused where it is cached, and the two replicas together hold more blocks at once than
 either's cache."""
 
+import pytest
 from vllm import SamplingParams
 
 from tests.vllm.conftest import assert_same_greedy, shutdown, tt_options
@@ -94,3 +95,28 @@ def test_data_parallel_two_replicas_match_single_device(short_llm, short_dir, sh
                               [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in lengths])
     assert_same_greedy(short_llm, short_hf, mixed, [list(o.outputs[0].token_ids) for o in grown],
                        [list(o.outputs[0].token_ids) for o in want], short_llm.tt_profile)
+
+
+@pytest.mark.parametrize("short_llm", ["performance"], indirect=True)
+def test_ngram_speculation_on_two_replicas_matches_single_device(short_llm, short_dir, monkeypatch):
+    """N-gram drafts verified on each request's own replica (its verify rows on that replica's chips, its page
+    table in that replica's block ids): greedy output equals the single-device engine without speculation, with
+    requests on both replicas at once and drafts accepted."""
+    from vllm import LLM
+
+    from tests.vllm.test_spec_decode import NGRAM, copyable
+
+    prompts = [copyable(i) for i in range(6)]
+    params = [SamplingParams(temperature=0, max_tokens=10 + 4 * (i % 3), ignore_eos=True) for i in range(6)]
+    single = [list(o.outputs[0].token_ids) for o in short_llm.generate(prompts, params)]
+    monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
+    engine = LLM(model=short_dir, max_num_seqs=4, max_model_len=256, block_size=64, seed=0,
+                 num_gpu_blocks_override=2 * 16, disable_log_stats=False, speculative_config=NGRAM,
+                 additional_config=tt_options(short_llm.tt_profile, data_parallel=2))
+    try:
+        dp = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
+        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+    finally:
+        shutdown(engine)
+    assert dp == single
+    assert accepted > 0
