@@ -1,4 +1,5 @@
-"""Speculative decoding (n-gram drafts) through vLLM on the simulator, with and without. Prints JSON (--out writes it).
+"""Speculative decoding (n-gram drafts, and with --draft a draft model) through vLLM on the simulator, with and
+without. Prints JSON (--out writes it).
 
 Two workloads of greedy requests: `copyable` (code to edit and quotes to summarise, text the output repeats: what
 n-gram drafts exist for) and `fresh` (questions whose answers copy nothing). For each, engines with and without
@@ -11,7 +12,8 @@ n-gram drafts exist for) and `fresh` (questions whose answers copy nothing). For
   follow the batch's slowest request, while in a serving mix a finished request's rows go to new ones;
 - device replays per token: a verify step of B requests with k drafts takes ceil(B (k + 1) / 32) replays of the
   decode-sized trace (vllm_patches/spec_decode.py), which is what a memory-bound device spends per step;
-- vLLM's acceptance rate (accepted / proposed draft tokens) and mean accepted length (1 + accepted / drafts).
+- vLLM's acceptance rate (accepted / proposed draft tokens) and mean accepted length (1 + accepted / drafts);
+- with a draft model, its decode passes per token (each reads the draft's weights once on a device).
 The simulator's paged decode attention costs in proportion to the live rows (a verify step of 8 requests with 3
 drafts has 32, a decode step 8), so its tokens/s fall at batch > 1; a device runs the 32 rows on 32 cores at once
 and is bound by reading the weights once per replay, so replays (and a request's steps) per token are the speed-up's
@@ -53,11 +55,13 @@ def counters(engine: Any) -> dict[str, float]:
                       "vllm:spec_decode_num_accepted_tokens"):
             out[m.name] = out.get(m.name, 0) + float(m.value)
 
-    def steps(worker: Any) -> tuple[int, int, int]:
+    def steps(worker: Any) -> tuple[int, int, int, int]:
         r = worker.model_runner
-        return (r.decode_steps, r.spec.verify_steps if r.spec else 0, r.spec.verify_replays if r.spec else 0)
+        draft = r.spec.draft if r.spec else None
+        return (r.decode_steps, r.spec.verify_steps if r.spec else 0, r.spec.verify_replays if r.spec else 0,
+                draft.passes if draft else 0)
 
-    out["decode"], out["verify"], out["replays"] = engine.collective_rpc(steps)[0]
+    out["decode"], out["verify"], out["replays"], out["draft_passes"] = engine.collective_rpc(steps)[0]
     return out
 
 
@@ -89,6 +93,7 @@ def run(engine: Any, prompts: list[str], tokens: int, batch: int, k: int) -> dic
             "draft_tokens": proposed, "accepted_tokens": accepted,
             "acceptance_rate": accepted / proposed if proposed else None,
             "mean_accepted_length": 1 + accepted / drafts if drafts else None,
+            "draft_passes_per_token": d["draft_passes"] / per_request,
             "outputs": [list(o.outputs[0].token_ids) for o in outs]}
 
 
@@ -99,6 +104,7 @@ def main() -> None:
     p.add_argument("--k", type=int, default=3, help="num_speculative_tokens")
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--batches", default="1,8")
+    p.add_argument("--draft", default=None, help="a draft model directory (same tokenizer): runs it too")
     p.add_argument("--out", default=None)
     a = p.parse_args()
     from vllm import LLM
@@ -108,8 +114,12 @@ def main() -> None:
     model = a.model or str(default_model_dir())
     spec = {"method": "ngram", "num_speculative_tokens": a.k, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
     batches = [int(b) for b in a.batches.split(",")]
-    result: dict[str, Any] = {"model": model, "profile": a.profile, "k": a.k, "tokens": a.tokens, "runs": {}}
-    for name, extra in (("plain", {}), ("ngram", {"speculative_config": spec})):
+    result: dict[str, Any] = {"model": model, "draft": a.draft, "profile": a.profile, "k": a.k, "tokens": a.tokens,
+                              "runs": {}}
+    engines = [("plain", {}), ("ngram", {"speculative_config": spec})]
+    if a.draft:
+        engines.append(("draft", {"speculative_config": {"model": a.draft, "num_speculative_tokens": a.k}}))
+    for name, extra in engines:
         engine = LLM(model=model, max_num_seqs=max(batches), max_model_len=1024, block_size=64, seed=0,
                      disable_log_stats=False, additional_config={"tt": {"optimizations": a.profile}}, **extra)
         for workload, prompts in (("copyable", COPYABLE), ("fresh", FRESH)):
@@ -118,7 +128,7 @@ def main() -> None:
         engine.llm_engine.engine_core.shutdown()
         del engine
     for key, r in result["runs"].items():
-        if key.startswith("ngram/"):
+        if not key.startswith("plain/"):
             plain = result["runs"]["plain/" + key.split("/", 1)[1]]
             r["same_tokens_as_plain"] = r["outputs"] == plain["outputs"]
             r["speedup_sim"] = r["tokens_per_s"] / plain["tokens_per_s"]
