@@ -5,14 +5,6 @@ import torch
 
 # Tests never depend on a TT device: force the simulator unless a developer asked otherwise.
 os.environ.setdefault("TT_BACKEND", "sim")
-# The tests' engines fork their engine core from the test process instead of spawning a fresh interpreter (the
-# platform's default, vllm_patches/platform.py): a spawned core re-imports vLLM and torch, 12 to 20 s of every
-# engine start (measured), and the suite starts about a hundred. A fork can hang only on the parent's OpenMP pool,
-# which one torch thread never starts (scripts/test.sh sets OMP_NUM_THREADS=1 when tests run in parallel). The
-# tests of how users' processes start and stop (test_shutdown, the wheel) run them as users do.
-SPAWN_AS_USERS_DO = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
-if os.environ.get("OMP_NUM_THREADS") == "1":
-    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own, which makes the temporary-folder factory
