@@ -564,6 +564,19 @@ def _require_semaphores(op: str, sems: Any) -> None:
                           f"ttnn.create_global_semaphore, got {sems!r}")
 
 
+def _gather_with_semaphores(op: str, input_tensor: Tensor, dim: Any, sems: Any, rest: tuple,
+                            persistent_output_buffer: Tensor | None, cluster_axis: int | None,
+                            memory_config: MemoryConfig | None, reverse: bool = False) -> Tensor:
+    """The async gathers' two overloads: (input, dim, semaphores) and (input, persistent_output_buffer, dim,
+    semaphores), the latter told apart positionally."""
+    if rest or dim is None or isinstance(dim, Tensor):
+        persistent_output_buffer = dim if isinstance(dim, Tensor) else persistent_output_buffer
+        dim, sems = sems, (rest[0] if rest else None)
+    refuse_options(op, persistent_output_buffer=persistent_output_buffer)
+    _require_semaphores(op, sems)
+    return _all_gather(op, input_tensor, dim, cluster_axis, memory_config, reverse=reverse)
+
+
 @device_op(kernel_replay=True)
 def all_gather_async(
     input_tensor: Tensor,
@@ -587,13 +600,8 @@ def all_gather_async(
     """ttnn.experimental.all_gather_async: all_gather with the caller's semaphores. Both the (input_tensor, dim,
     multi_device_global_semaphore) and the (input_tensor, persistent_output_buffer, dim,
     multi_device_global_semaphore) overloads are accepted."""
-    op = "experimental.all_gather_async"
-    if rest or dim is None or isinstance(dim, Tensor):  # the persistent-output-buffer overload, positionally
-        persistent_output_buffer = dim if isinstance(dim, Tensor) else persistent_output_buffer
-        dim, multi_device_global_semaphore = multi_device_global_semaphore, (rest[0] if rest else None)
-    refuse_options(op, persistent_output_buffer=persistent_output_buffer)
-    _require_semaphores(op, multi_device_global_semaphore)
-    return _all_gather(op, input_tensor, dim, cluster_axis, memory_config)
+    return _gather_with_semaphores("experimental.all_gather_async", input_tensor, dim, multi_device_global_semaphore,
+                                   rest, persistent_output_buffer, cluster_axis, memory_config)
 
 
 @device_op(kernel_replay=True)
@@ -619,13 +627,9 @@ def all_gather_async_reversed(
     """ttnn.experimental.all_gather_async_reversed: all_gather_async with the line's chips in reverse order along
     the gathered dim (the first two of 0.81.1's overloads; the (dim, cluster_axis, mesh_device, topology, semaphore)
     one is not simulated)."""
-    op = "experimental.all_gather_async_reversed"
-    if rest or dim is None or isinstance(dim, Tensor):  # the persistent-output-buffer overload, positionally
-        persistent_output_buffer = dim if isinstance(dim, Tensor) else persistent_output_buffer
-        dim, multi_device_global_semaphore = multi_device_global_semaphore, (rest[0] if rest else None)
-    refuse_options(op, persistent_output_buffer=persistent_output_buffer)
-    _require_semaphores(op, multi_device_global_semaphore)
-    return _all_gather(op, input_tensor, dim, cluster_axis, memory_config, reverse=True)
+    return _gather_with_semaphores("experimental.all_gather_async_reversed", input_tensor, dim,
+                                   multi_device_global_semaphore, rest, persistent_output_buffer, cluster_axis,
+                                   memory_config, reverse=True)
 
 
 @device_op(kernel_replay=True)

@@ -26,3 +26,7 @@ def host(t: ttnn.Tensor) -> torch.Tensor:
 def bf16(x: torch.Tensor) -> torch.Tensor:
     """The values a bfloat16 device tensor holds for x."""
     return x.to(torch.bfloat16).float()
+
+
+def open_mesh(rows: int, cols: int):
+    return ttnn.open_mesh_device(ttnn.MeshShape(rows, cols), trace_region_size=1 << 20)

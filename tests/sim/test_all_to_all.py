@@ -17,23 +17,13 @@ import pytest
 import torch
 
 import ttnn_sim as ttnn
+from tests.sim.helpers import open_mesh
 from tt_checks.cases_all_to_all import CRASHES
 from tt_checks.corpus import run_call
 from ttnn_sim.rules import all_rules
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "all_to_all_0.81.1.json"
 MESHES = json.loads(FIXTURE.read_text())["meshes"]
-
-
-@pytest.fixture
-def fabric():
-    ttnn.set_fabric_config(ttnn.FabricConfig.FABRIC_1D)
-    yield
-    ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
-
-
-def open_mesh(rows, cols):
-    return ttnn.open_mesh_device(ttnn.MeshShape(rows, cols), trace_region_size=1 << 20)
 
 
 def _outcome(v: dict) -> tuple:

@@ -14,18 +14,8 @@ import pytest
 import torch
 
 import ttnn_sim as ttnn
+from tests.sim.helpers import open_mesh
 from ttnn_sim.blockfloat import quantize_block_float
-
-
-@pytest.fixture
-def fabric():
-    ttnn.set_fabric_config(ttnn.FabricConfig.FABRIC_1D)
-    yield
-    ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
-
-
-def open_mesh(rows, cols):
-    return ttnn.open_mesh_device(ttnn.MeshShape(rows, cols), trace_region_size=1 << 20)
 
 
 @pytest.fixture(params=[(1, 2), (1, 8), (2, 4)], ids=["1x2", "1x8", "2x4"])
