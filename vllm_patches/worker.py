@@ -63,6 +63,11 @@ def dp_rank_devices(parallel: Any, per_rank: int) -> list[int] | None:
     return ids
 
 
+def _has_windows(args: Any) -> bool:
+    """Some layer attends through a sliding window."""
+    return any(args.window(i) is not None for i in range(args.n_layers))
+
+
 def _closes_the_device_if_it_fails(step: Callable) -> Callable:
     """An engine start-up step (loading, KV planning and allocation, warmup) that raises leaves vLLM with no engine to
     shut down, so nobody would close the device: an in-process engine (VLLM_ENABLE_V1_MULTIPROCESSING=0, a notebook
@@ -162,14 +167,9 @@ class TTWorker(WorkerBase):
         if spec is not None and spec.draft is not None:
             draft_config = self.vllm_config.speculative_config.draft_model_config
             spec.draft.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt, draft_config)
-            args = spec.draft.model.model.args
-            if any(args.window(i) is not None for i in range(args.n_layers)) or self._hybrid_target():
+            if any(_has_windows(m.model.args) for m in (spec.draft.model, self.model_runner.model)):
                 raise ValueError("a draft model or target with sliding-window layers is not supported on TT: the "
                                  "draft's cache follows the target's one block table")
-
-    def _hybrid_target(self) -> bool:
-        args = self.model_runner.model.model.args
-        return any(args.window(i) is not None for i in range(args.n_layers))
 
     def _draft(self) -> Any:
         """The speculative-decoding draft model's generation class, or None."""
