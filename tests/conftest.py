@@ -1,10 +1,25 @@
 import os
+import sys
 
 import pytest
 import torch
 
 # Tests never depend on a TT device: force the simulator unless a developer asked otherwise.
 os.environ.setdefault("TT_BACKEND", "sim")
+# The tests' engines fork their engine core from the test process instead of spawning a fresh interpreter (the
+# platform's default, vllm_patches/platform.py): a spawned core re-imports vLLM and torch, 12 to 20 s of every
+# engine start (measured), and the suite starts about a hundred. A fork is safe only if the parent has no GNU OpenMP
+# thread pool: torch starts none on one thread (scripts/test.sh sets OMP_NUM_THREADS=1 when tests run in parallel),
+# but numba's default threading layer is libgomp, and vLLM's n-gram drafter runs a numba parallel loop in whichever
+# process proposes (tests/vllm/test_spec_decode.py does in the test process). A core forked after that hung in its
+# first torch op (CI, 2026-11-28). numba's workqueue layer is its fork-safe one. The tests of how users' processes
+# start and stop (test_shutdown, the wheel) run them as users do.
+SPAWN_AS_USERS_DO = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+if os.environ.get("OMP_NUM_THREADS") == "1":
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"  # read when numba is imported; set here too if it already was
+    if "numba" in sys.modules:
+        sys.modules["numba"].config.THREADING_LAYER = "workqueue"
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own, which makes the temporary-folder factory

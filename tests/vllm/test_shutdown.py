@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SPAWN_AS_USERS_DO
 from tests.models.tiny import make_tiny_model
 from tests.vllm.test_server import free_port
 from vllm_patches.shutdown import TT_ENGINE_SHUTDOWN_GRACE_S
@@ -92,7 +93,7 @@ def _as_from_a_terminal() -> None:
 def _stop(cmd: list[str], ready, log: Path, sig: int, whole_group: bool, dumps_stacks: bool = False) -> str:
     """Start cmd, wait until ready(), stop it with sig, and hold every process of its group to exiting in time.
     dumps_stacks: cmd itself writes its stacks on SIGUSR1 (asked, as the engine cores are, if it lingers)."""
-    env = dict(os.environ, TT_BACKEND="sim", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, TT_BACKEND="sim", PYTHONPATH=str(ROOT), **SPAWN_AS_USERS_DO)
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
                                 preexec_fn=_as_from_a_terminal)
