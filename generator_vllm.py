@@ -60,16 +60,18 @@ class TTCausalLM(Generator):
         optimizations: str | None = "performance",
         model_path: str | Path | None = None,
         load_format: str = "auto",
+        expert_dispatch: str = "reduce",
     ) -> TTCausalLM | DataParallel:
         """load_format "auto" reads the checkpoint in model_path; "dummy" (vLLM's name) places every weight with its
         real shape, dtype and memory config but no values (ttnn.empty): for capacity and speed, without reading or
-        materializing the checkpoint on the host."""
+        materializing the checkpoint on the host. expert_dispatch: how MoE layers split over the mesh reach their
+        experts ("reduce" or "all_to_all": tt_models/layers/moe.py, additional_config tt.expert_dispatch)."""
         if load_format not in ("auto", "dummy"):
             raise UnsupportedModelError(f"load_format {load_format!r}: TT models load 'auto' (the checkpoint) or "
                                         f"'dummy' (placed weights without values)")
         if tt_data_parallel != 1:
             return cls._data_parallel(hf_config, mesh_device, max_batch_size, max_seq_len, n_layers,
-                                      tt_data_parallel, optimizations, model_path, load_format)
+                                      tt_data_parallel, optimizations, model_path, load_format, expert_dispatch)
         if max_batch_size > MAX_USERS_PER_DEVICE:
             raise UnsupportedModelError(
                 f"max_batch_size {max_batch_size}: one device decodes at most {MAX_USERS_PER_DEVICE} users (its "
@@ -111,7 +113,7 @@ class TTCausalLM(Generator):
                                   norm_fp32=args.norm_unit_offset)
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK
         model = Transformer(args, mesh_device, weights, profile, max_seq_len + prefill_bucket(max_chunk),
-                            max_batch_size)
+                            max_batch_size, expert_dispatch)
         logger.info("built %s: %d layers, %s profile, batch %d, max_seq_len %d%s", cls.__name__, args.n_layers,
                     profile_name, max_batch_size, max_seq_len,
                     f", tensor parallel over {plan.devices} chips ({plan.n_heads} heads, {plan.n_kv_heads} KV heads "
@@ -121,7 +123,7 @@ class TTCausalLM(Generator):
     @classmethod
     def _data_parallel(cls, hf_config: Any, mesh_device: Any, max_batch_size: int, max_seq_len: int,
                        n_layers: int | None, dp: int, optimizations: str | None, model_path: str | Path | None,
-                       load_format: str) -> DataParallel:
+                       load_format: str, expert_dispatch: str = "reduce") -> DataParallel:
         """tt_data_parallel=dp: the mesh split into dp submeshes, one replica each, max_batch_size split evenly."""
         devices = mesh_device.get_num_devices()
         if dp < 1 or devices % dp:
@@ -134,7 +136,8 @@ class TTCausalLM(Generator):
         sub = (1, devices // dp) if rows == 1 else (rows // dp, cols) if rows % dp == 0 else (1, devices // dp)
         submeshes = mesh_device.create_submeshes(ttnn.MeshShape(*sub))
         replicas = [cls.initialize_vllm_model(hf_config, m, max_batch_size // dp, max_seq_len, n_layers, 1,
-                                              optimizations, model_path, load_format) for m in submeshes]
+                                              optimizations, model_path, load_format, expert_dispatch)
+                    for m in submeshes]
         logger.info("data parallel: %d replicas of %s on %s submeshes, %d users each", dp, cls.__name__, sub,
                     max_batch_size // dp)
         return DataParallel(replicas)

@@ -46,6 +46,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "over all its chips, tiny families widened to 8 heads)")
     p.add_argument("--mesh-shape", help="open a multi-chip device's chips as this RxC mesh (e.g. 2x4 for a T3K: with "
                                          "--parallel tp, the two-way split of a 2-D mesh, as on a Galaxy)")
+    p.add_argument("--expert-dispatch", choices=("reduce", "all_to_all"), default="reduce",
+                   help="how MoE layers split over a mesh reach their experts (additional_config tt.expert_dispatch): "
+                        "reduce (every token through each chip's experts) or all_to_all (all_to_all_dispatch / "
+                        "all_to_all_combine, 1xN meshes)")
     p.add_argument("--families", help="comma list of model families (tiny test families, smollm2); default all, or "
                                        "none with --checkpoints")
     p.add_argument("--profiles", default="all", help="comma list of optimization profiles (default: every "
@@ -106,7 +110,8 @@ def device_worker(args: argparse.Namespace) -> int:
                 rec.scenario = f"{device}/{family}/{profile}"
                 rec.reset_peak()
                 out = run_model(rec, mesh, family, profile, model_dir, args.max_seq_len,
-                                data_parallel=1 if tp else mesh.get_num_devices())
+                                data_parallel=1 if tp else mesh.get_num_devices(),
+                                expert_dispatch=args.expert_dispatch)
                 outcomes.append({"scenario": out.name, "phases": out.phases, "peak": vars(rec.peak).copy()})
                 for c in rec.calls:
                     if not c.accepted and c.scenario.startswith(out.name):
@@ -166,7 +171,8 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
                 rec.scenario = f"{here.name}/{ckpt.short_name}/{profile}"
                 rec.reset_peak()
                 out = run_model(rec, mesh, ckpt.short_name, profile, None, args.max_seq_len,
-                                cfg=ckpt.hf_config(n_layers=args.layers), load_format="dummy")
+                                cfg=ckpt.hf_config(n_layers=args.layers), load_format="dummy",
+                                expert_dispatch=args.expert_dispatch)
                 outcomes.append({"scenario": out.name, "phases": out.phases, "peak": vars(rec.peak).copy()})
                 for c in rec.calls:
                     if not c.accepted and c.scenario.startswith(out.name):

@@ -64,11 +64,12 @@ def families() -> list[str]:
 
 
 def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Path | None, max_seq_len: int,
-              data_parallel: int = 1, cfg: Any = None, load_format: str = "auto") -> Outcome:
+              data_parallel: int = 1, cfg: Any = None, load_format: str = "auto",
+              expert_dispatch: str = "reduce") -> Outcome:
     """The vLLM contract's phases on `mesh`; data_parallel > 1 runs that many replicas on its submeshes, BATCH users
     each (the cached prefill lands in the last replica's last slot). `cfg` (an HF config) instead of a model
     directory, with load_format "dummy": a checkpoint of the matrix at its real widths, weights placed without
-    values (the op calls are the same)."""
+    values (the op calls are the same). expert_dispatch: the MoE layers' (additional_config tt.expert_dispatch)."""
     from transformers import AutoConfig
 
     from generator_vllm import TT_CLASSES
@@ -86,7 +87,7 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
     def init() -> None:
         state["m"] = cls.initialize_vllm_model(cfg, mesh, max_batch_size=users, max_seq_len=max_seq_len,
                                                optimizations=profile, tt_data_parallel=data_parallel,
-                                               load_format=load_format)
+                                               load_format=load_format, expert_dispatch=expert_dispatch)
 
     def kv() -> None:
         a = state["m"].model.args

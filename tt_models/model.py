@@ -41,7 +41,9 @@ class RopeTables:
 
 class Transformer:
     def __init__(self, args: ModelArgs, mesh_device: Any, weights: WeightStore, profile: Any,
-                 max_positions: int, max_batch: int) -> None:
+                 max_positions: int, max_batch: int, expert_dispatch: str = "reduce") -> None:
+        """expert_dispatch: how MoE layers split over a mesh reach their experts (tt_models/layers/moe.py
+        EXPERT_DISPATCH: "reduce", every token through each chip's experts; "all_to_all", dispatch / combine)."""
         args.check_tt_limits()
         self.args, self.device, self.profile = args, mesh_device, profile
         # Tensor parallel over the mesh's chips (one chip: nothing split); layouts are per chip, for its share.
@@ -62,7 +64,7 @@ class Transformer:
                                                    precisions=self.precisions, head_dtype=head_dtype)
         # Tensor parallel: each chip looks up its columns of the table (tt_transformers shards it by hidden dim).
         self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
-        self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan)
+        self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan, expert_dispatch)
                        for i in range(args.n_layers)]
         self.norm = ResidualNorm(weights, "norm.weight", args.norm_eps, fixed_kernel("NORM"), self.plan, self.layouts)
         head = "output.weight" if weights.has("output.weight") else "tok_embeddings.weight"  # tied embeddings

@@ -32,7 +32,7 @@ def load_tt_model(vllm_config: Any, mesh_device: Any, tt: TTConfig, model_config
     model = cls.initialize_vllm_model(
         mc.hf_config, mesh_device, max_batch_size=vllm_config.scheduler_config.max_num_seqs,
         max_seq_len=mc.max_model_len, tt_data_parallel=tt.data_parallel, optimizations=tt.optimizations,
-        model_path=mc.model, load_format=load_format,
+        model_path=mc.model, load_format=load_format, expert_dispatch=tt.expert_dispatch,
     )
     if tt.cache_invariant_prefill:
         # Chunks of one KV block: a prefix-cache hit ends on a block boundary, so its continuation's chunks are the

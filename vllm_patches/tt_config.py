@@ -8,6 +8,7 @@ from typing import Any
 TRACE_MODES = ("decode_only", "none")
 SAMPLE_ON_DEVICE_MODES = (None, "decode_only")
 DISPATCH_CORE_AXES = (None, "row", "col")
+EXPERT_DISPATCH = ("reduce", "all_to_all")  # tt_models/layers/moe.py
 # Tenstorrent's plugin also takes "all" for both; here prefill is neither traced nor sampled on the device, so "all"
 # is refused with the reason rather than accepted and quietly treated as "decode_only".
 _NOT_ALL = {
@@ -43,6 +44,11 @@ class TTConfig:
     # not depend on the prefix cache's state (vLLM's batch-invariance spirit). Costs prefill speed
     # (docs/serving.md, benchmarks/bench_prefill_invariance.py).
     cache_invariant_prefill: bool = False
+    # How the MoE layers of a model split over the mesh (expert parallel) reach their experts: "reduce" runs every
+    # token through each chip's experts and reduce-scatters the partial sums; "all_to_all" sends each chip's share of
+    # the tokens to its experts' chips with all_to_all_dispatch / all_to_all_combine (1 x N meshes; bf16 exchanges,
+    # docs/moe.md). Dense models ignore it.
+    expert_dispatch: str = "reduce"
 
     def dispatch_core_config(self, ttnn: Any) -> Any:
         """ttnn.open_mesh_device's dispatch_core_config for dispatch_core_axis ("row" / "col": which edge of the
@@ -77,6 +83,9 @@ class TTConfig:
         if cfg.dispatch_core_axis not in DISPATCH_CORE_AXES:
             raise ValueError(f'additional_config["tt"]["dispatch_core_axis"]={cfg.dispatch_core_axis!r}: expected one '
                              f"of {DISPATCH_CORE_AXES}")
+        if cfg.expert_dispatch not in EXPERT_DISPATCH:
+            raise ValueError(f'additional_config["tt"]["expert_dispatch"]={cfg.expert_dispatch!r}: expected one of '
+                             f"{EXPERT_DISPATCH}")
         if not isinstance(cfg.data_parallel, int) or isinstance(cfg.data_parallel, bool) or cfg.data_parallel < 1:
             raise ValueError(f'additional_config["tt"]["data_parallel"]={cfg.data_parallel!r}: expected an integer '
                              f">= 1")

@@ -33,6 +33,7 @@ from tests.models.tiny import (
     make_tiny_model,
     make_wide_model,
 )
+from tt_models.backend import ttnn
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 
 logger = logging.getLogger(__name__)
@@ -329,3 +330,104 @@ def test_gpt_oss_clamped_swiglu_beyond_its_limit_matches_hf(profile, mesh_device
             comparing = compare_step(logits, step_ref, hf, ids, profile, where)
             compared += comparing
     assert compared >= MIN_COMPARED, f"only {compared} steps compared"
+
+
+def _count_all_to_all(monkeypatch) -> dict[str, int]:
+    """Counts the model's all_to_all_dispatch / all_to_all_combine calls."""
+    calls = {"all_to_all_dispatch": 0, "all_to_all_combine": 0}
+    for name in calls:
+        real = getattr(ttnn, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(ttnn, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)),
+                                               ("gpt_oss", (1, 8)), ("qwen3_moe", (2, 4)), ("mixtral", (2, 4))])
+def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkeypatch):
+    """expert_dispatch "all_to_all": each chip routes its share of the tokens, all_to_all_dispatch sends them to
+    their experts' chips (along its row of chips; 2x4: each row's experts, the rows' shares summed down the
+    columns), all_to_all_combine brings the k expert outputs home to be weighted and summed. Held as the default
+    expert parallel path is (check_reference_and_performance: reference greedy tokens equal HF's at PCC >= 0.999
+    every step, performance PCC >= 0.99), with the dispatched activations and expert outputs rounded to bf16;
+    every MoE layer of every step calls both ops."""
+    path = make_wide_model(family, tiny_root)
+    hf = load_hf(path)
+    calls = _count_all_to_all(monkeypatch)
+    chips = shape[0] * shape[1]
+
+    def split(a, plan, kv) -> None:
+        assert plan.devices == chips and kv[0][0][0].device().get_num_devices() == chips
+
+    with open_mesh(shape) as mesh:
+        check_reference_and_performance(path, hf, mesh, f"{family} {shape} all_to_all", split,
+                                        expert_dispatch="all_to_all")
+    moe_layers = sum(ModelArgs.from_hf_config(hf_config(path)).moe_layers)
+    # reference: 2 prefills + 3 traced decode steps (the trace replays its captured calls); performance: 1 + 2
+    assert calls["all_to_all_dispatch"] == calls["all_to_all_combine"] >= moe_layers * 4
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (2, 4)])
+def test_all_to_all_dispatch_errors_fail_the_comparison(shape, tiny_root, monkeypatch):
+    """The comparison sees the dispatch path: with one expert per chip, the same model with its expert mapping
+    shifted by one chip (tokens run through their experts' neighbours) or with the combined expert outputs summed
+    unweighted misses HF's prefill logits by more than the reference threshold (NaN counts as a miss), while the
+    right path matches."""
+    from tt_models.layers.moe import MoE
+
+    path = make_wide_model("qwen3_moe", tiny_root)
+    hf = load_hf(path)
+    prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()
+    ref = hf_last_logits(hf, prompt)
+    blocks = torch.arange(1, MAX_SEQ // BLOCK + 1, dtype=torch.int32)[None]
+
+    with open_mesh(shape) as mesh:
+        def prefill_pcc(label: str, alter=None) -> float:
+            tt, kv = tp_build(path, mesh, "reference", expert_dispatch="all_to_all")
+            if alter is not None:
+                alter(tt)
+            out = tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks, kv, [len(prompt)])
+            tt.release()
+            got = pcc(out[0, 0], ref)
+            logger.info("all_to_all %s, %s: prefill PCC %.5f", shape, label, got)
+            return got
+
+        def shift_mapping(tt) -> None:
+            for layer in tt.model.layers:
+                if isinstance(layer.mlp, MoE):
+                    m = layer.mlp
+                    wrong = torch.eye(m.chips, dtype=torch.int32).roll(1, dims=1).repeat_interleave(m.local, dim=0)
+                    m.expert_mapping = ttnn.from_torch(wrong.reshape(1, 1, m.n_experts, m.chips), ttnn.uint16,
+                                                       layout=ttnn.ROW_MAJOR_LAYOUT, device=mesh,
+                                                       mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
+
+        assert prefill_pcc("as built") >= PCC_MIN["reference"]
+        assert not prefill_pcc("mapping shifted", shift_mapping) >= PCC_MIN["reference"]
+        real_top_k = MoE._top_k
+
+        def unweighted(self, x):
+            indices, weights = real_top_k(self, x)
+            return indices, ttnn.add(ttnn.mul(weights, 0.0), 1.0)
+
+        monkeypatch.setattr(MoE, "_top_k", unweighted)
+        assert not prefill_pcc("unweighted") >= PCC_MIN["reference"]
+
+
+def test_expert_dispatch_is_an_option(tiny_root):
+    """additional_config["tt"]["expert_dispatch"] takes "reduce" (the default) or "all_to_all"; the model refuses
+    anything else at load."""
+    from generator_vllm import TT_CLASSES
+    from vllm_patches.tt_config import TTConfig
+
+    assert TTConfig.from_additional_config({}).expert_dispatch == "reduce"
+    assert TTConfig.from_additional_config({"tt": {"expert_dispatch": "all_to_all"}}).expert_dispatch == "all_to_all"
+    with pytest.raises(ValueError, match="expert_dispatch"):
+        TTConfig.from_additional_config({"tt": {"expert_dispatch": "alltoall"}})
+    cfg = hf_config(make_wide_model("qwen3_moe", tiny_root))
+    with open_mesh((1, 2)) as mesh, pytest.raises(UnsupportedModelError, match="expert_dispatch"):
+        TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, mesh, max_batch_size=4, max_seq_len=MAX_SEQ,
+                                                               expert_dispatch="alltoall")

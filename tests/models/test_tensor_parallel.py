@@ -52,10 +52,11 @@ def open_mesh(shape: tuple[int, int]):
         ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
 
 
-def build(path: Path, mesh, profile: str, batch: int = BATCH, dp: int = 1):
+def build(path: Path, mesh, profile: str, batch: int = BATCH, dp: int = 1, expert_dispatch: str = "reduce"):
     cfg = hf_config(path)
     tt = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(cfg, mesh, max_batch_size=batch, max_seq_len=MAX_SEQ,
-                                                               tt_data_parallel=dp, optimizations=profile)
+                                                               tt_data_parallel=dp, optimizations=profile,
+                                                               expert_dispatch=expert_dispatch)
     a = tt.model.args
     # NUM_BLOCKS on each data-parallel replica: the ids are split among them (tt_models/data_parallel.py).
     kv = tt.allocate_kv_cache((NUM_BLOCKS * dp, tt.kv_cache_heads, BLOCK, a.head_dim), torch.bfloat16, a.n_layers)
@@ -129,11 +130,11 @@ def test_every_family_matches_hf_on_a_mesh(family, mesh_name, tiny_root):
 
 
 def check_reference_and_performance(path: Path, hf, mesh, where: str, check_split, batch: int = BATCH,
-                                    slots: list[int] = SLOTS) -> None:
+                                    slots: list[int] = SLOTS, expert_dispatch: str = "reduce") -> None:
     """Reference profile: greedy tokens equal HF's over two prompts decoded together (traced, captured once), after
     check_split(args, plan, kv) of the model's split; each chip's cache holds its own KV heads only. Performance
-    profile: logits PCC >= 0.99 on HF's history."""
-    tt, kv = build(path, mesh, "reference", batch=batch)
+    profile: logits PCC >= 0.99 on HF's history. expert_dispatch: the MoE layers' (generator_vllm)."""
+    tt, kv = build(path, mesh, "reference", batch=batch, expert_dispatch=expert_dispatch)
     a, plan = tt.model.args, tt.model.plan
     check_split(a, plan, kv)
     assert tuple(kv[0][0][0].shape) == (NUM_BLOCKS, plan.n_kv_heads, BLOCK, a.head_dim)
@@ -142,7 +143,7 @@ def check_reference_and_performance(path: Path, hf, mesh, where: str, check_spli
     assert tt.trace_captures == 1
     tt.release()
 
-    tt, kv = build(path, mesh, "performance", batch=batch)
+    tt, kv = build(path, mesh, "performance", batch=batch, expert_dispatch=expert_dispatch)
     got = generate(tt, kv, PROMPTS[:1], slots[:1], steps=2, follow=follow[:1], batch=batch)
     check_against_hf(hf, PROMPTS[:1], [got[0]], 0.99, False, f"{where} performance")
     tt.release()

@@ -25,7 +25,7 @@ from tt_models.weights import WeightStore
 
 class DecoderLayer:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
-                 layouts: ModelLayouts, plan: TPPlan | None = None) -> None:
+                 layouts: ModelLayouts, plan: TPPlan | None = None, expert_dispatch: str = "reduce") -> None:
         p = f"layers.{layer}."
         plan = plan or single_device_plan(args)
         self.residual, self.layouts = prec.residual, layouts
@@ -33,7 +33,7 @@ class DecoderLayer:
         self.attention_norm = ResidualNorm(weights, p + "attention_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.ffn_norm = ResidualNorm(weights, p + "ffn_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.attention = Attention(args, weights, layer, prec, layouts, plan)
-        self.mlp = (MoE(args, weights, layer, prec, weights.device, plan) if args.is_moe(layer) else
+        self.mlp = (MoE(args, weights, layer, prec, weights.device, plan, expert_dispatch) if args.is_moe(layer) else
                     MLP(weights, layer, prec, layouts, plan, args.activation))
         self.post_attention_norm = self.post_ffn_norm = None
         if args.sandwich_norms:

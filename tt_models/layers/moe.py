@@ -69,13 +69,29 @@ def sparse_program(ttnn_: Any, k: int, n: int, grid: tuple[int, int], fp32_acc: 
         mcast_in0=True)
 
 
+# How an expert-parallel MoE layer gets its tokens to the experts' chips (Transformer's `expert_dispatch`):
+# "reduce" (the default) runs every token through each chip's experts and reduces the partial sums; "all_to_all"
+# sends each chip's share of the tokens to its experts' chips with all_to_all_dispatch and brings their outputs back
+# with all_to_all_combine (1 x N meshes).
+EXPERT_DISPATCH = ("reduce", "all_to_all")
+
+
 class MoE:
     def __init__(self, args: ModelArgs, weights: WeightStore, layer: int, prec: LayerPrecision,
-                 device: Any, plan: TPPlan | None = None) -> None:
+                 device: Any, plan: TPPlan | None = None, expert_dispatch: str = "reduce") -> None:
         chips = plan.devices if plan is not None else 1
         if args.n_experts % chips:
             raise UnsupportedModelError(f"expert parallel over {chips} chips: {args.n_experts} experts do not split "
                                         f"evenly")
+        if expert_dispatch not in EXPERT_DISPATCH:
+            raise UnsupportedModelError(f"expert_dispatch {expert_dispatch!r}: expected one of {EXPERT_DISPATCH}")
+        # all_to_all on one chip is the plain layer (nothing to dispatch). The ops run along each row of chips (the
+        # line: all N of a 1 x N mesh, the C of an R x C mesh's row).
+        self.all_to_all = expert_dispatch == "all_to_all" and chips > 1
+        self.line = (plan.grid[1] if plan.two_d else chips) if self.all_to_all else 1
+        if self.all_to_all and TILE % self.line:
+            raise UnsupportedModelError(f"expert_dispatch 'all_to_all': {self.line} chips do not split 32-row tiles "
+                                        f"of tokens evenly")
         p = f"layers.{layer}.feed_forward."
         self.plan, self.prec, self.k, self.norm_topk = plan, prec, args.experts_per_tok, args.norm_topk_prob
         self.n_experts, self.dim, self.hidden = args.n_experts, args.dim, args.moe_hidden_dim
@@ -85,6 +101,9 @@ class MoE:
         # mesh each chip's copy has its own experts' columns first.
         orders = [torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)]
         self.router = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate", orders, grid2d)
+        if self.all_to_all:  # the dispatched top-k indices are global expert ids: a copy in the experts' order
+            self.router_global = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate.global",
+                                                [torch.arange(args.n_experts)])
         experts = None
         if chips > 1:
             experts = Shard(None, chips, None, (0, 1), grid2d) if grid2d else Shard(1, chips)
@@ -93,9 +112,12 @@ class MoE:
         self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", experts)
         # GPT-OSS: the router's bias (in each chip's column order, as its weight) and each expert's biases,
         # [1, experts, 1, out], added to the sparse products' per-expert blocks.
-        self.router_bias = self.b1 = self.b3 = self.b2 = None
+        self.router_bias = self.router_bias_global = self.b1 = self.b3 = self.b2 = None
         if args.moe_bias:
             self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
+            if self.all_to_all:
+                self.router_bias_global = weights.router_bias(p + "gate.bias", p + "gate.bias.global",
+                                                              [torch.arange(args.n_experts)])
             self.b1, self.b3, self.b2 = (
                 weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}", experts)
                 for w in ("w1", "w3", "w2"))
@@ -108,6 +130,24 @@ class MoE:
         self.router_kernel = ttnn.WormholeComputeKernelConfig(
             math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=True,
             packer_l1_acc=True)
+        if self.all_to_all:
+            self.device, self.chips = device, chips
+            # Chip d holds experts [d * E / N, (d + 1) * E / N): the expert-to-chip map both ops read.
+            mapping = torch.eye(chips, dtype=torch.int32).repeat_interleave(self.local, dim=0)
+            self.expert_mapping = ttnn.from_torch(mapping.reshape(1, 1, self.n_experts, chips), ttnn.uint16,
+                                                  layout=ttnn.ROW_MAJOR_LAYOUT, device=device,
+                                                  memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                                  mesh_mapper=ttnn.ReplicateTensorToMesh(device))
+            self._splits: dict[int, tuple[Any, Any]] = {}
+            self._zeros: dict[Any, Any] = {}
+            self.row_first = None
+            if grid2d:  # each row's first expert (row r holds experts [r * E / R, (r + 1) * E / R)), on its chips
+                rows_ = grid2d[0]
+                first = (torch.arange(rows_, dtype=torch.float32) * (self.n_experts // rows_)).reshape(rows_, 1, 1, 1)
+                self.row_first = ttnn.from_torch(first, ttnn.float32, layout=ttnn.TILE_LAYOUT, device=device,
+                                                 memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                                 mesh_mapper=ttnn.ShardTensor2dMesh(device, dims=(0, None),
+                                                                                    mesh_shape=grid2d))
 
     def _weights(self, x: Any, rows: int) -> Any:
         """[1, 1, rows, experts] fp32: each token's weight for each expert, zero where it did not select it; on a
@@ -139,27 +179,30 @@ class MoE:
             ttnn.deallocate(t)
         return weights
 
-    def forward(self, x: Any, memory_config: Any) -> Any:
-        """x: [1, 1, rows, dim] interleaved (rows a multiple of 32) -> [1, 1, rows, dim] (on a mesh: this chip's
-        columns of the sum over the chips' experts) in memory_config."""
-        rows, dim, experts = x.shape[-2], self.dim, self.local
-        groups = rows // TILE
-        dram = ttnn.DRAM_MEMORY_CONFIG
-        prec, kern = self.prec, self.prec.kernels
+    def _sparsity(self, x: Any, rows: int) -> tuple[Any, Any]:
+        """This chip's routing weights [1, groups, 32, experts] (its own experts' columns) and the sparsity
+        [1, groups, 1, experts] bf16 row-major sparse_matmul reads: one entry per (group, expert), non-zero when some
+        token of the group selected the expert."""
+        dram, experts = ttnn.DRAM_MEMORY_CONFIG, self.local
         weights = self._weights(x, rows)
         if experts < self.n_experts:  # this chip's experts: the first columns in its router order
             every = weights
             weights = ttnn.slice(every, [0, 0, 0, 0], [1, 1, rows, experts], memory_config=dram)
             ttnn.deallocate(every)
-        grouped_w = ttnn.reshape(weights, (1, groups, TILE, experts))
-        # One sparsity entry per (group, expert): non-zero when some token of the group selected the expert.
+        grouped_w = ttnn.reshape(weights, (1, rows // TILE, TILE, experts))
         hit = ttnn.sum(grouped_w, dim=2, keepdim=True, memory_config=dram)
         hit_bf16 = ttnn.typecast(hit, ttnn.bfloat16, memory_config=dram)
         ttnn.deallocate(hit)
         sparsity = ttnn.to_layout(hit_bf16, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
         ttnn.deallocate(hit_bf16)
+        return grouped_w, sparsity
 
-        xg = ttnn.reshape(x, (1, groups, TILE, dim))
+    def _experts(self, xg: Any, sparsity: Any) -> Any:
+        """The tokens [1, groups, 32, dim] through this chip's experts (a (group, expert) block only where the
+        sparsity entry is non-zero) -> [groups, experts, 32, dim] (with the down projection's bias)."""
+        groups, experts = xg.shape[1], self.local
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        prec, kern = self.prec, self.prec.kernels
         gate = ttnn.sparse_matmul(xg, self.w1, sparsity=sparsity, program_config=self.up_program,
                                   memory_config=dram, dtype=prec.residual, compute_kernel_config=kern["LI_FF1_FF3"])
         up = ttnn.sparse_matmul(xg, self.w3, sparsity=sparsity, program_config=self.up_program,
@@ -171,18 +214,179 @@ class MoE:
                                  is_input_a_sparse=True, is_input_b_sparse=False, memory_config=dram,
                                  dtype=prec.residual, compute_kernel_config=kern["LI_FF2"])  # [groups, E, 32, dim]
         ttnn.deallocate(h)
-        out = self._bias(out, self.b2, prec.residual)
+        return self._bias(out, self.b2, prec.residual)
+
+    def forward(self, x: Any, memory_config: Any) -> Any:
+        """x: [1, 1, rows, dim] interleaved (rows a multiple of 32) -> [1, 1, rows, dim] (on a mesh: this chip's
+        columns of the sum over the chips' experts) in memory_config."""
+        if self.all_to_all:
+            return self._forward_all_to_all(x, memory_config)
+        rows, dim = x.shape[-2], self.dim
+        groups = rows // TILE
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        grouped_w, sparsity = self._sparsity(x, rows)
+        xg = ttnn.reshape(x, (1, groups, TILE, dim))
+        out = self._experts(xg, sparsity)
         ttnn.deallocate(sparsity)
         # Each (group, expert) block's rows times their tokens' weights for that expert: [groups, E, 32, 1].
         scale = ttnn.permute(grouped_w, (1, 3, 2, 0), memory_config=dram)
-        ttnn.deallocate(weights)
-        weighted = ttnn.mul(out, scale, dtype=prec.residual, memory_config=dram)
+        ttnn.deallocate(grouped_w)
+        weighted = ttnn.mul(out, scale, dtype=self.prec.residual, memory_config=dram)
         ttnn.deallocate(out)
         ttnn.deallocate(scale)
         summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
         ttnn.deallocate(weighted)
         out = ttnn.reshape(summed, (1, 1, rows, dim))
         return out if self.plan is None else reduce_experts(out, self.plan, memory_config)
+
+    def _split(self, rows: int) -> tuple[Any, Any]:
+        """Per chip d of the line (T = rows / N tokens each, chip d the rows [d * T, (d + 1) * T)): `mine` [1, T]
+        uint32, the rows it takes; `place` [1, rows] uint32, for each row its own index among them, or T (the zero
+        row appended after them) for another chip's. Embedding lookups: gathers, so nothing of the other rows
+        mixes in. One pair per row count, made on first use (decode: 32 rows, before the trace is captured)."""
+        if rows not in self._splits:
+            n, t = self.line, rows // self.line
+            r = torch.arange(rows)
+            place = torch.cat([torch.where((r >= d * t) & (r < (d + 1) * t), r - d * t, t) for d in range(n)])
+
+            def shard(ids: torch.Tensor) -> Any:
+                return ttnn.from_torch(ids.to(torch.int32).reshape(1, -1), ttnn.uint32, layout=ttnn.ROW_MAJOR_LAYOUT,
+                                       device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                       mesh_mapper=mapper)
+
+            mapper = (ttnn.ShardTensor2dMesh(self.device, dims=(None, 1), mesh_shape=self.plan.grid)
+                      if self.plan.two_d else ttnn.ShardTensorToMesh(self.device, dim=1))
+
+            self._splits[rows] = (shard(r), shard(place))
+        return self._splits[rows]
+
+    def _top_k(self, x: Any) -> tuple[Any, Any]:
+        """x [1, 1, T, dim] -> each token's k expert ids [1, 1, T, k] uint16 (global ids) and their routing weights
+        [1, 1, T, k] fp32, slot by slot: the softmax over the k selected logits (renormalized: Mixtral, Qwen3-MoE
+        with norm_topk_prob, GPT-OSS) or the softmax over all experts at the k selected."""
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        logits = ttnn.linear(x, self.router_global, bias=self.router_bias_global, dtype=ttnn.float32,
+                             memory_config=dram, compute_kernel_config=self.router_kernel)
+        if not self.norm_topk:
+            probs = ttnn.softmax(logits, dim=-1, numeric_stable=True, memory_config=dram,
+                                 compute_kernel_config=self.router_kernel)
+            ttnn.deallocate(logits)
+            values, indices = ttnn.topk(probs, k=self.k, dim=-1, memory_config=dram)
+            ttnn.deallocate(probs)
+            return indices, values
+        values, indices = ttnn.topk(logits, k=self.k, dim=-1, memory_config=dram)
+        ttnn.deallocate(logits)
+        weights = ttnn.softmax(values, dim=-1, numeric_stable=True, memory_config=dram,
+                               compute_kernel_config=self.router_kernel)
+        ttnn.deallocate(values)
+        return indices, weights
+
+    def _forward_all_to_all(self, x: Any, memory_config: Any) -> Any:
+        """expert_dispatch "all_to_all" on a 1 x N mesh (x: the whole normed activation on every chip): chip d takes
+        its rows [d * T, (d + 1) * T), routes them, and all_to_all_dispatch sends each to the chips holding its k
+        experts (bf16 row-major, global expert ids uint16); each chip runs its experts on the dispatched rows (in
+        the original row order: chip q's rows land at [q * T, (q + 1) * T), so the sparsity of the whole routing
+        applies), all_to_all_combine brings each token's k expert outputs home, where they are weighted and summed.
+        The chips' token rows, each at its place among zero rows, are then reduce-scattered onto the fractured
+        residual (exact: one non-zero term per sum)."""
+        rows, dim = x.shape[-2], self.dim
+        groups, t = rows // TILE, rows // self.line
+        dram, bf16 = ttnn.DRAM_MEMORY_CONFIG, ttnn.bfloat16
+        topology = ttnn.Topology.Linear
+        mine_ids, place_ids = self._split(rows)
+        grouped_w, sparsity = self._sparsity(x, rows)  # every row's routing: the dispatched rows keep their order
+        ttnn.deallocate(grouped_w)
+        mine = ttnn.embedding(mine_ids, x, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, T, dim]
+        mine = ttnn.reshape(mine, (1, 1, t, dim))
+        indices, weights = self._top_k(mine)
+        if mine.dtype != bf16:  # the reference profile's fp32 activations: the op carries bf16 only
+            rounded = ttnn.typecast(mine, bf16, memory_config=dram)
+            ttnn.deallocate(mine)
+            mine = rounded
+        tokens = ttnn.to_layout(mine, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
+        ttnn.deallocate(mine)
+        if self.row_first is not None:
+            indices, weights = self._own_row(indices, weights)
+        if indices.dtype != ttnn.uint16:  # (top-k of fp32 gives uint32 indices; the ops take uint16)
+            narrow = ttnn.typecast(indices, ttnn.uint16, memory_config=dram)
+            ttnn.deallocate(indices)
+            indices = narrow
+        ids = ttnn.to_layout(indices, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
+        ttnn.deallocate(indices)
+        sent, meta = ttnn.all_to_all_dispatch(tokens, ids, self.expert_mapping, cluster_axis=1, topology=topology,
+                                              memory_config=dram, output_concat_dim=2)  # [1, 1, rows, dim]
+        for tt in (tokens, ids):
+            ttnn.deallocate(tt)
+        xt = ttnn.to_layout(sent, ttnn.TILE_LAYOUT, memory_config=dram)
+        ttnn.deallocate(sent)
+        out = self._experts(ttnn.reshape(xt, (1, groups, TILE, dim)), sparsity)  # [groups, E / N, 32, dim]
+        ttnn.deallocate(xt)
+        ttnn.deallocate(sparsity)
+        if groups > 1 and self.local > 1:
+            per_expert = ttnn.permute(out, (1, 0, 2, 3), memory_config=dram)
+            ttnn.deallocate(out)
+            out = per_expert
+        # (one group or one expert: the blocks are already in that order; a permute would hand back a view of
+        # its input on the device, which deallocating the input frees)
+        per_expert = ttnn.reshape(out, (self.local, 1, rows, dim))
+        if per_expert.dtype != bf16:
+            rounded = ttnn.typecast(per_expert, bf16, memory_config=dram)
+            ttnn.deallocate(per_expert)
+            per_expert = rounded
+        expert_rows = ttnn.to_layout(per_expert, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
+        ttnn.deallocate(per_expert)
+        back = ttnn.all_to_all_combine(expert_rows, meta, self.expert_mapping, cluster_axis=1, topology=topology,
+                                       memory_config=dram, output_shard_dim=2)  # [k, 1, T, dim]: slot by slot
+        for tt in (expert_rows, meta):
+            ttnn.deallocate(tt)
+        slots = ttnn.to_layout(back, ttnn.TILE_LAYOUT, memory_config=dram)
+        ttnn.deallocate(back)
+        scale = ttnn.permute(weights, (3, 1, 2, 0), memory_config=dram)  # [k, 1, T, 1]
+        if self.k > 1:  # (k = 1: the same layout, a view of the weights)
+            ttnn.deallocate(weights)
+        weighted = ttnn.mul(slots, scale, dtype=self.prec.residual, memory_config=dram)
+        for tt in (slots, scale):
+            ttnn.deallocate(tt)
+        summed = ttnn.sum(weighted, dim=0, keepdim=True, memory_config=dram)  # [1, 1, T, dim]
+        ttnn.deallocate(weighted)
+        table = ttnn.concat([summed, self._zero_row(summed.dtype)], dim=2, memory_config=dram)
+        ttnn.deallocate(summed)
+        placed = ttnn.embedding(place_ids, table, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, rows, dim]
+        ttnn.deallocate(table)
+        return reduce_experts(ttnn.reshape(placed, (1, 1, rows, dim)), self.plan, memory_config)
+
+    def _own_row(self, indices: Any, weights: Any) -> tuple[Any, Any]:
+        """2-D: the ops reach only the experts of this chip's row. A slot whose expert another row holds gets
+        weight 0 and the row's first expert instead (sent there and combined like any slot, then dropped); the
+        other row's chips, which took the same tokens, add that expert's share in the reduction down the columns.
+        Ids are small integers, exact in fp32."""
+        dram, span = ttnn.DRAM_MEMORY_CONFIG, float(self.n_experts // self.plan.grid[0])
+        ids = ttnn.typecast(indices, ttnn.float32, memory_config=dram)
+        ttnn.deallocate(indices)
+        rel = ttnn.sub(ids, self.row_first, memory_config=dram)  # the id within this row's experts
+        ttnn.deallocate(ids)
+        above = ttnn.ge(rel, 0.0, memory_config=dram)
+        beyond = ttnn.ge(rel, span, memory_config=dram)
+        own = ttnn.sub(above, beyond, memory_config=dram)  # 1.0 where this row holds the slot's expert, else 0.0
+        for tt in (above, beyond):
+            ttnn.deallocate(tt)
+        kept = ttnn.mul(weights, own, memory_config=dram)
+        ttnn.deallocate(weights)
+        local = ttnn.mul(rel, own, memory_config=dram)
+        ttnn.deallocate(rel)
+        ttnn.deallocate(own)
+        ids = ttnn.add(local, self.row_first, memory_config=dram)
+        ttnn.deallocate(local)
+        narrow = ttnn.typecast(ids, ttnn.uint16, memory_config=dram)
+        ttnn.deallocate(ids)
+        return narrow, kept
+
+    def _zero_row(self, dtype: Any) -> Any:
+        if dtype not in self._zeros:
+            self._zeros[dtype] = ttnn.from_torch(torch.zeros(1, 1, 1, self.dim), dtype, layout=ttnn.TILE_LAYOUT,
+                                                 device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                                 mesh_mapper=ttnn.ReplicateTensorToMesh(self.device))
+        return self._zeros[dtype]
 
     def _bias(self, blocks: Any, bias: Any, dtype: Any) -> Any:
         """Per-expert blocks [groups, E, 32, n] plus each expert's bias [1, E, 1, n] (GPT-OSS); the blocks of
