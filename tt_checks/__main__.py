@@ -183,7 +183,8 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
                 row["calls"] = {"accepted": sum(c.accepted for c in mine),
                                 "rejected": sum(not c.accepted for c in mine)}
             first = len(rec.calls)
-            cap = checkpoint_capacity(rec, ttnn, mesh, ckpt, profile, here.name, wanted)
+            cap = checkpoint_capacity(rec, ttnn, mesh, ckpt, profile, here.name, wanted,
+                                      expert_dispatch=args.expert_dispatch)
             for c in rec.calls[first:]:
                 if not c.accepted and not c.expected:
                     print(c.line(), flush=True)

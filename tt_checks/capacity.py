@@ -257,10 +257,11 @@ class CheckpointCapacity:
 
 
 def checkpoint_capacity(rec: Recorder, ttnn: Any, mesh: Any, ckpt: Any, profile: str, target: str,
-                        expected: bool, max_seq_len: int = 4096) -> CheckpointCapacity:
+                        expected: bool, max_seq_len: int = 4096,
+                        expert_dispatch: str = "reduce") -> CheckpointCapacity:
     """Loads the whole checkpoint with placed-only weights (load_format "dummy") on `mesh`: its weights per chip and
     the KV cache beside them, then a decode step of 32 users at every layer with a small cache (the activations'
-    L1 and DRAM at full depth), or the refusal at load."""
+    L1 and DRAM at full depth), or the refusal at load. expert_dispatch: the MoE layers' (tt.expert_dispatch)."""
     from generator_vllm import TT_CLASSES
     from tt_models.model_args import UnsupportedModelError
 
@@ -272,7 +273,8 @@ def checkpoint_capacity(rec: Recorder, ttnn: Any, mesh: Any, ckpt: Any, profile:
     rep.dram_per_chip = dram.total_bytes_per_bank * dram.num_banks
     try:
         m = TT_CLASSES[cfg.architectures[0]].initialize_vllm_model(
-            cfg, mesh, max_batch_size=BATCH, max_seq_len=max_seq_len, optimizations=profile, load_format="dummy")
+            cfg, mesh, max_batch_size=BATCH, max_seq_len=max_seq_len, optimizations=profile, load_format="dummy",
+            expert_dispatch=expert_dispatch)
     except UnsupportedModelError as e:
         rep.refusal = str(e)
         return rep
