@@ -24,7 +24,10 @@ the first E / N columns; it runs its experts on every token and the chips' parti
 the fractured residual, as the dense MLP's row-parallel w2. On an R x C mesh (the Galaxy split) the experts spread
 over all R * C chips (chip (r, c) the (r * C + c)-th block), the MLP input is first gathered along the row (each chip
 holds its row's share of the columns), and the partial sums are reduce-scattered along the row, then all-reduced
-down the columns (collectives.reduce_experts)."""
+down the columns (collectives.reduce_experts).
+
+expert_dispatch "all_to_all" (opt-in; docs/moe.md) instead sends each chip's share of the tokens to its experts'
+chips with all_to_all_dispatch and brings the expert outputs back with all_to_all_combine (_forward_all_to_all)."""
 
 from __future__ import annotations
 
@@ -282,13 +285,14 @@ class MoE:
         return indices, weights
 
     def _forward_all_to_all(self, x: Any, memory_config: Any) -> Any:
-        """expert_dispatch "all_to_all" on a 1 x N mesh (x: the whole normed activation on every chip): chip d takes
-        its rows [d * T, (d + 1) * T), routes them, and all_to_all_dispatch sends each to the chips holding its k
-        experts (bf16 row-major, global expert ids uint16); each chip runs its experts on the dispatched rows (in
-        the original row order: chip q's rows land at [q * T, (q + 1) * T), so the sparsity of the whole routing
-        applies), all_to_all_combine brings each token's k expert outputs home, where they are weighted and summed.
-        The chips' token rows, each at its place among zero rows, are then reduce-scattered onto the fractured
-        residual (exact: one non-zero term per sum)."""
+        """expert_dispatch "all_to_all" (x: the whole normed activation on every chip), along each row of chips
+        (the line; 2-D: see _own_row): chip d of the line takes its rows [d * T, (d + 1) * T), routes them, and
+        all_to_all_dispatch sends each to the chips holding its k experts (bf16 row-major, global expert ids
+        uint16); each chip runs its experts on the dispatched rows (in the original row order: chip q's rows land
+        at [q * T, (q + 1) * T), so the sparsity of the whole routing applies; its selection and top-k's agree but
+        at an exact tie of the k-th logit), all_to_all_combine brings each token's k expert outputs home, where
+        they are weighted and summed. The chips' token rows, each at its place among zero rows, are then
+        reduce-scattered onto the fractured residual (exact: one non-zero term per sum)."""
         rows, dim = x.shape[-2], self.dim
         groups, t = rows // TILE, rows // self.line
         dram, bf16 = ttnn.DRAM_MEMORY_CONFIG, ttnn.bfloat16
