@@ -144,23 +144,28 @@ def run_model(rec: Recorder, mesh: Any, family: str, profile: str, model_dir: Pa
         # Speculative decoding's verify step (vllm_patches/spec_decode.py): each user's last token and k drafts on
         # k + 1 consecutive rows of one tile of users, written by k + 1 cache-update calls; logits back, and for
         # the largest k the on-device argmax. k = 1..4 on the default profile, where the op calls differ only in
-        # the number of update calls.
+        # the number of update calls. A request's rows stay in its slot's verify group (data parallel: its
+        # replica's rows and blocks; a 2-D mesh sharing users out by column: its column's rows).
         m = state["m"]
-        if data_parallel > 1 or m.model.user_split is not None:
-            return  # refused at engine start (vllm_patches/spec_decode.py, worker)
-        rows = m.verify_rows
+        rows, groups = m.verify_rows, m.verify_groups
+        size = rows // groups
+        slots = [[s for s in range(users) if m.verify_group(s) == g] for g in range(groups)]
         ks = (1, 2, 3, 4) if profile == "performance" else (3,)
         for k in ks:
-            per_tile = 32 // (k + 1)
-            row = torch.cat([t * 32 + torch.arange(per_tile * (k + 1)) for t in range(rows // 32)])
             tokens = torch.zeros(rows, 1, dtype=torch.int32)
             pos = torch.full((rows,), -1, dtype=torch.int32)
             group = torch.full((rows,), -1, dtype=torch.int32)
-            user = row // (k + 1) % BATCH
-            tokens[row, 0] = torch.randint(0, cfg.vocab_size, (len(row),), dtype=torch.int32)
-            pos[row] = (user * 7 + 5 + row % (k + 1)).to(torch.int32)
-            group[row] = (row % (k + 1)).to(torch.int32)
-            pt = table(BATCH)[torch.arange(rows) // (k + 1) % BATCH]
+            pt = torch.zeros(rows, width, dtype=torch.int32)
+            for g in range(groups):
+                placed = iter(slots[g])
+                for tile in range(0, size, 32):  # whole requests per tile of users
+                    for j in range(min(32, size - tile) // (k + 1)):
+                        slot = next(placed)
+                        r0 = g * size + tile + j * (k + 1)
+                        tokens[r0 : r0 + k + 1, 0] = torch.randint(0, cfg.vocab_size, (k + 1,), dtype=torch.int32)
+                        pos[r0 : r0 + k + 1] = slot % BATCH * 7 + 5 + torch.arange(k + 1, dtype=torch.int32)
+                        group[r0 : r0 + k + 1] = torch.arange(k + 1, dtype=torch.int32)
+                        pt[r0 : r0 + k + 1] = table(users)[slot]
             m.decode_forward(tokens, pos, pt, state["kv"], enable_trace=False, write_group=group, writes=k + 1)
             if k == ks[-1]:
                 greedy = TTSamplingParams(temperature=[0.0] * rows)

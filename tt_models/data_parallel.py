@@ -67,6 +67,15 @@ class DataParallel:
         return self.replicas[0].verify_rows * len(self.replicas)
 
     @property
+    def verify_groups(self) -> int:
+        """Each replica's verify row ranges in turn (Generator.verify_groups)."""
+        return self.replicas[0].verify_groups * len(self.replicas)
+
+    def verify_group(self, slot: int) -> int:
+        r, local = divmod(slot, self.per_replica)
+        return r * self.replicas[0].verify_groups + self.replicas[0].verify_group(local)
+
+    @property
     def max_seq_len(self) -> int:
         return self.replicas[0].max_seq_len
 

@@ -65,6 +65,17 @@ class Generator:
         users), so a batch-1 engine verifies k + 1 positions in the rows its decode step leaves empty."""
         return -(-self.max_batch_size // TILE) * TILE
 
+    @property
+    def verify_groups(self) -> int:
+        """How many equal row ranges the verify rows split into, each decoded by its own chips: a request's rows
+        must all sit in its slot's range (verify_group). One, except on a 2-D mesh whose rows share the users out
+        by column (chip column c runs users c * U .. (c + 1) * U - 1 and caches only their decode K/V)."""
+        return self.verify_rows // self.model.attention_users
+
+    def verify_group(self, slot: int) -> int:
+        """The verify row range that runs slot `slot`'s user (its decode row's)."""
+        return slot // self.model.attention_users
+
     # ---------------- prefill ----------------
     def prefill_forward_text(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list,
                              prompt_lens: Any, start_pos: Any = None, empty_slots: Any = None,

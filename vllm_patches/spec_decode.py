@@ -118,11 +118,11 @@ class SpecDecoder:
         n, rows = batch.num_reqs, model.verify_rows
         drafts = [list(so.scheduled_spec_decode_tokens.get(r, ())) for r in batch.req_ids]
         per_req = [1 + len(d) for d in drafts]
-        # Data parallel: replica r verifies on rows r * R .. (r + 1) * R - 1; a request on its slot's replica.
-        replicas = runner.replicas
-        share = runner.max_num_seqs // replicas
-        home = [runner.slot_of[r] // share for r in batch.req_ids]
-        passes = self._pack_replicas(per_req, home, rows // replicas, replicas)
+        # A request's rows stay on the chips that hold its KV: data parallel, its slot's replica (replica r
+        # verifies on rows r * R .. (r + 1) * R - 1); a 2-D mesh that shares users out by column, its slot's column.
+        groups = model.verify_groups
+        home = [model.verify_group(runner.slot_of[r]) for r in batch.req_ids]
+        passes = self._pack_groups(per_req, home, rows // groups, groups)
         self.verify_steps += 1
         self.verify_replays += len(passes)
         scored: list[torch.Tensor | None] = [None] * n
@@ -161,11 +161,11 @@ class SpecDecoder:
         return self._rejection_sample(drafts, logits, batch.sampling_metadata, runner.vocab_size)
 
     @classmethod
-    def _pack_replicas(cls, per_req: list[int], home: list[int], rows: int,
-                       replicas: int) -> list[list[tuple[int, int]]]:
-        """_pack on each replica's rows (`rows` each), its passes merged pass by pass."""
+    def _pack_groups(cls, per_req: list[int], home: list[int], rows: int,
+                     groups: int) -> list[list[tuple[int, int]]]:
+        """_pack on each group's rows (`rows` each), its passes merged pass by pass."""
         passes: list[list[tuple[int, int]]] = []
-        for r in range(replicas):
+        for r in range(groups):
             mine = [i for i in range(len(per_req)) if home[i] == r]
             for p, members in enumerate(cls._pack([per_req[i] for i in mine], rows)):
                 if p == len(passes):

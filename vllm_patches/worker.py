@@ -161,9 +161,16 @@ class TTWorker(WorkerBase):
     def load_model(self, *, load_dummy_weights: bool = False) -> None:
         self.model_runner.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt)
         spec = self.model_runner.spec
-        if spec is not None and self.model_runner.model.model.user_split is not None:
-            raise ValueError("speculative decoding on a 2-D mesh whose rows share out the users is not supported on "
-                             "TT: a verify step's rows would have to stay on each request's row of chips")
+        model = self.model_runner.model.model
+        if spec is not None and model.user_split is not None:
+            # A request's verify rows stay on the chip column that runs its slot (SpecDecoder.verify).
+            if spec.k + 1 > model.attention_users:
+                raise ValueError(f"num_speculative_tokens={spec.k}: on this 2-D mesh each chip column decodes "
+                                 f"{model.attention_users} users, and a request's drafts and last token must fit "
+                                 "its column's rows")
+            if spec.draft is not None:
+                raise ValueError("a draft model on a 2-D mesh whose rows share out the users is not supported on "
+                                 "TT (n-gram drafts are)")
         if spec is not None and spec.draft is not None:
             draft_config = self.vllm_config.speculative_config.draft_model_config
             spec.draft.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt, draft_config)

@@ -83,3 +83,42 @@ def test_2d_mesh_two_way_tensor_parallel_matches_single_device(wide_llama, singl
     two_way, inspection = _generate(wide_llama, profile)
     assert "mesh=(2, 4)" in inspection and "tensor_parallel=8 two-way 2x4" in inspection
     check(two_way)
+
+
+# Prompts that repeat themselves (what n-gram drafts copy from), as token ids.
+REPEATING = [{"prompt_token_ids": list(range(7 + 11 * i, 19 + 11 * i)) * 3 + list(range(7 + 11 * i, 10 + 11 * i))}
+             for i in range(6)]
+
+
+def test_2d_mesh_ngram_speculation_matches_single_device(wide_llama, monkeypatch, capfd):
+    """N-gram drafts on a 2x4 mesh whose chip columns share the users out (each column decodes and caches 8 of
+    the 32 rows): a request's verify rows stay in its slot's column. Greedy output equals one chip's without
+    speculation, token for token (reference), with drafts accepted and requests on two columns at once (slots
+    0-7 and 8-9 with 10 sequences). Drafts longer than a column's rows are refused at start."""
+    from tests.vllm.test_spec_decode import NGRAM
+
+    params = [SamplingParams(temperature=0, max_tokens=12 + 3 * (i % 3), ignore_eos=True, detokenize=False)
+              for i in range(len(REPEATING))] * 2
+    prompts = REPEATING * 2  # 12 requests: more than one column's 8 slots
+    kw = dict(model=wide_llama, skip_tokenizer_init=True, max_num_seqs=10, max_model_len=256, block_size=32,
+              seed=0, num_gpu_blocks_override=TEST_KV_BLOCKS, additional_config=tt_options("reference"))
+    engine = LLM(**kw)
+    try:
+        single = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
+    finally:
+        shutdown(engine)
+    monkeypatch.setenv("MESH_DEVICE", "(2, 4)")
+    engine = LLM(**kw, disable_log_stats=False, speculative_config=NGRAM)
+    try:
+        assert "mesh=(2, 4)" in repr(engine)
+        spec = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
+        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+    finally:
+        shutdown(engine)
+    assert spec == single
+    assert accepted > 0
+    # The engine core refuses it as it loads the model; the front end reports the core's failure.
+    capfd.readouterr()
+    with pytest.raises(RuntimeError, match="Engine core initialization failed"):
+        LLM(**dict(kw, max_num_seqs=4), speculative_config=dict(NGRAM, num_speculative_tokens=8))
+    assert "num_speculative_tokens=8: on this 2-D mesh each chip column decodes 8 users" in capfd.readouterr().err
