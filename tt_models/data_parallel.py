@@ -107,10 +107,12 @@ class DataParallel:
     def get_max_tokens_all_users(self, *args: Any, **kwargs: Any) -> int:
         return self.replicas[0].get_max_tokens_all_users(*args, **kwargs)
 
-    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None) -> Any:
+    def kv_cache_capacity(self, block_size: int, cache_layers: int | None = None, draft: Any = None) -> Any:
         """One replica's capacity (the smallest replica's): the blocks each replica's cache can hold. The pool over
-        all replicas is that many times the replica count (allocate_kv_cache)."""
-        caps = [r.kv_cache_capacity(block_size, cache_layers) for r in self.replicas]
+        all replicas is that many times the replica count (allocate_kv_cache). draft: a speculative-decoding
+        draft model of the same replicas, whose replica r's cache takes each of replica r's block ids too."""
+        caps = [r.kv_cache_capacity(block_size, cache_layers, **({} if draft is None else {"draft": d}))
+                for r, d in zip(self.replicas, draft.replicas if draft is not None else self.replicas, strict=True)]
         return min(caps, key=lambda c: c.blocks)
 
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int,

@@ -47,9 +47,6 @@ def check_speculative_config(spec: Any, tt: Any) -> None:
         raise ValueError(f"speculative decoding with {kind} (method={method!r}) is not supported on TT: the TT "
                          f"runner drafts with vLLM's n-gram proposer (method='ngram') or a draft model of the "
                          f"target's tokenizer (method='draft_model')")
-    if tt.data_parallel > 1 and method == "draft_model":
-        raise ValueError('a draft model with additional_config["tt"]["data_parallel"] > 1 is not supported on TT '
-                         "(n-gram drafts are)")
     if spec.num_speculative_tokens + 1 > TILE_USERS:
         raise ValueError(f"num_speculative_tokens={spec.num_speculative_tokens}: a request's drafts and last token "
                          f"must fit one tile of {TILE_USERS} users on the device")

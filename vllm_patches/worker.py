@@ -168,9 +168,6 @@ class TTWorker(WorkerBase):
                 raise ValueError(f"num_speculative_tokens={spec.k}: on this 2-D mesh each chip column decodes "
                                  f"{model.attention_users} users, and a request's drafts and last token must fit "
                                  "its column's rows")
-            if spec.draft is not None:
-                raise ValueError("a draft model on a 2-D mesh whose rows share out the users is not supported on "
-                                 "TT (n-gram drafts are)")
         if spec is not None and spec.draft is not None:
             draft_config = self.vllm_config.speculative_config.draft_model_config
             spec.draft.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt, draft_config)

@@ -87,6 +87,24 @@ def test_the_target_as_its_own_draft_has_every_draft_accepted(plain, short_dir):
     assert drafts >= 8 * 4 * K and accepted == drafts, (accepted, drafts)
 
 
+def test_the_target_as_its_own_draft_on_two_replicas(plain, short_dir, monkeypatch):
+    """Data parallel 2 on a (1, 2) mesh: the draft is a second model of the same replicas, its replica r's cache
+    indexed by replica r's block ids, its passes on each request's slot. Every draft accepted and the plain
+    engine's tokens hold only if each replica's draft cache holds its own requests' K/V."""
+    prompts = [copyable(i) for i in range(7)] + [LONG]
+    monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
+    engine = LLM(model=short_dir, speculative_config={"model": short_dir, "num_speculative_tokens": K},
+                 disable_log_stats=False, **dict(COMMON, additional_config=tt_options("performance", data_parallel=2)))
+    try:
+        assert "DataParallel" in repr(engine)
+        assert greedy(engine, prompts, n=24) == greedy(plain, prompts, n=24)
+        drafts = counter(engine, "vllm:spec_decode_num_draft_tokens")
+        accepted = counter(engine, "vllm:spec_decode_num_accepted_tokens")
+    finally:
+        shutdown(engine)
+    assert drafts >= 8 * 4 * K and accepted == drafts, (accepted, drafts)
+
+
 def test_a_draft_without_a_tt_implementation_is_refused_at_start():
     """The draft runs on the device too: a family the TT models do not implement is refused with the reason (a
     draft of another vocabulary size vLLM refuses itself)."""

@@ -90,11 +90,11 @@ REPEATING = [{"prompt_token_ids": list(range(7 + 11 * i, 19 + 11 * i)) * 3 + lis
              for i in range(6)]
 
 
-def test_2d_mesh_ngram_speculation_matches_single_device(wide_llama, monkeypatch, capfd):
-    """N-gram drafts on a 2x4 mesh whose chip columns share the users out (each column decodes and caches 8 of
-    the 32 rows): a request's verify rows stay in its slot's column. Greedy output equals one chip's without
-    speculation, token for token (reference), with drafts accepted and requests on two columns at once (slots
-    0-7 and 8-9 with 10 sequences). Drafts longer than a column's rows are refused at start."""
+def test_2d_mesh_speculation_matches_single_device(wide_llama, monkeypatch, capfd):
+    """N-gram drafts, then a draft model, on a 2x4 mesh whose chip columns share the users out (each column decodes
+    and caches 8 of the 32 rows): a request's verify rows stay in its slot's column. Greedy output equals one
+    chip's without speculation, token for token (reference), with drafts accepted and requests on two columns at
+    once (slots 0-7 and 8-9 with 10 sequences). Drafts longer than a column's rows are refused at start."""
     from tests.vllm.test_spec_decode import NGRAM
 
     params = [SamplingParams(temperature=0, max_tokens=12 + 3 * (i % 3), ignore_eos=True, detokenize=False)
@@ -117,6 +117,18 @@ def test_2d_mesh_ngram_speculation_matches_single_device(wide_llama, monkeypatch
         shutdown(engine)
     assert spec == single
     assert accepted > 0
+    # The wide model as its own draft there: a draft model's passes and cache follow the same columns; every
+    # draft is accepted only if each column's draft cache holds its users' K/V.
+    engine = LLM(**kw, disable_log_stats=False,
+                 speculative_config={"model": wide_llama, "num_speculative_tokens": 3})
+    try:
+        drafted = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
+        drafts = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_draft_tokens")
+        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+    finally:
+        shutdown(engine)
+    assert drafted == single
+    assert drafts > 0 and accepted == drafts, (accepted, drafts)
     # The engine core refuses it as it loads the model; the front end reports the core's failure.
     capfd.readouterr()
     with pytest.raises(RuntimeError, match="Engine core initialization failed"):
