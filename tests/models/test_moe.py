@@ -348,7 +348,7 @@ def _count_all_to_all(monkeypatch) -> dict[str, int]:
 
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe_unnormed", (1, 2)),
                                                ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)), ("gpt_oss", (1, 8)),
-                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4))])
+                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (2, 4))])
 def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkeypatch):
     """expert_dispatch "all_to_all": each chip routes its share of the tokens, all_to_all_dispatch sends them to
     their experts' chips (along its row of chips; 2x4: each row's experts, the rows' shares summed down the
