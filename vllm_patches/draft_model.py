@@ -31,14 +31,22 @@ class DraftModelDrafter:
         self.k = k
         self.model: Any = None  # the draft's generation class (worker.load_model)
         self.kv_cache: Any = None  # its cache, as many blocks as the target's (worker.initialize_from_config)
+        # Which of the target's page tables the draft's cache follows: None with one KV-cache group, else a
+        # full-attention group's (worker._full_attention_group).
+        self.table_group: int | None = None
         # Per request: how many leading tokens the draft's cache holds correctly, and the guesses fed after them.
         self._fed: dict[str, int] = {}
         self._guesses: dict[str, list[int]] = {}
         self.passes = 0  # draft decode passes (observability: benchmarks)
 
+    def _table(self, page_table: torch.Tensor) -> torch.Tensor:
+        """The target's page table(s) -> the one the draft's cache follows."""
+        return page_table if self.table_group is None else page_table[self.table_group]
+
     def prefill(self, runner: Any, inputs: dict[str, torch.Tensor]) -> None:
         """The target's prefill inputs, run through the draft into its own cache."""
-        self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=None, **inputs)
+        self.model.prefill_forward(kv_cache=self.kv_cache, sampling_params=None,
+                                   **dict(inputs, page_table=self._table(inputs["page_table"])))
         for req_id, n in zip(runner.input_batch.req_ids, inputs["prompt_lens"].tolist(), strict=True):
             self._fed[req_id], self._guesses[req_id] = int(n), []
 
@@ -70,6 +78,7 @@ class DraftModelDrafter:
         if passes:
             slots = runner._slots()
             inputs = runner.decode_inputs()
+            table = self._table(inputs["page_table"])
             rows = inputs["tokens"].shape[0]
             greedy = TTSamplingParams(temperature=[0.0] * rows)
             for p in range(passes):
@@ -82,7 +91,7 @@ class DraftModelDrafter:
                         stream = feed + drafts[i]
                         tokens[slots[i], 0], pos[slots[i]] = stream[p], starts[i] + p
                         active.append(i)
-                out = self.model.decode_forward(tokens=tokens, start_pos=pos, page_table=inputs["page_table"],
+                out = self.model.decode_forward(tokens=tokens, start_pos=pos, page_table=table,
                                                 kv_cache=self.kv_cache, enable_trace=runner.tt.trace_decode,
                                                 read_from_device=True, sampling_params=greedy)
                 self.passes += 1

@@ -63,11 +63,6 @@ def dp_rank_devices(parallel: Any, per_rank: int) -> list[int] | None:
     return ids
 
 
-def _has_windows(args: Any) -> bool:
-    """Some layer attends through a sliding window."""
-    return any(args.window(i) is not None for i in range(args.n_layers))
-
-
 def _closes_the_device_if_it_fails(step: Callable) -> Callable:
     """An engine start-up step (loading, KV planning and allocation, warmup) that raises leaves vLLM with no engine to
     shut down, so nobody would close the device: an in-process engine (VLLM_ENABLE_V1_MULTIPROCESSING=0, a notebook
@@ -171,9 +166,6 @@ class TTWorker(WorkerBase):
         if spec is not None and spec.draft is not None:
             draft_config = self.vllm_config.speculative_config.draft_model_config
             spec.draft.model = load_tt_model(self.vllm_config, self.mesh_device, self.tt, draft_config)
-            if any(_has_windows(m.model.args) for m in (spec.draft.model, self.model_runner.model)):
-                raise ValueError("a draft model or target with sliding-window layers is not supported on TT: the "
-                                 "draft's cache follows the target's one block table")
 
     def _draft(self) -> Any:
         """The speculative-decoding draft model's generation class, or None."""
@@ -254,10 +246,13 @@ class TTWorker(WorkerBase):
 
     def kv_cache_layout(self) -> dict[str, Any]:
         """The allocated cache as plain data (for `LLM.collective_rpc`): the block tables vLLM keeps per request
-        (KV-cache groups), each layer's group, and the distinct K/V tensor pairs the device holds."""
+        (KV-cache groups), each layer's group, the distinct K/V tensor pairs the device holds, and the group whose
+        block table a draft model's cache follows (None: no draft, or one group)."""
         runner = self.model_runner
+        draft = runner.spec.draft if runner.spec is not None else None
         return {"groups": runner.kv_groups, "layer_groups": list(runner.model.model.kv_groups),
-                "tensor_pairs": len({id(k) for k, _ in runner.kv_cache[0]})}
+                "tensor_pairs": len({id(k) for k, _ in runner.kv_cache[0]}),
+                "draft_table_group": None if draft is None else draft.table_group}
 
     def get_supported_kv_cache_layouts(self) -> list[str]:
         return ["LBHNC"]  # per layer [blocks, heads, block_size, head_dim], as TT's paged ops use it
@@ -313,11 +308,33 @@ class TTWorker(WorkerBase):
             a = draft.model.args
             runner.spec.draft.kv_cache = draft.allocate_kv_cache(
                 (shape[0], draft.kv_cache_heads, shape[2], a.head_dim), mc.dtype, a.n_layers)
+            runner.spec.draft.table_group = self._full_attention_group(groups)
         runner.blocks_per_replica = shape[0] // self.tt.data_parallel
         runner.set_kv_cache_groups(len(groups))
         logger.info("allocated TT KV cache: %d blocks of %d tokens%s", shape[0], shape[2],
                     f" in {len(groups)} groups: {[len(g.layer_names) for g in groups]} layers"
                     if len(groups) > 1 else "")
+
+    @staticmethod
+    def _full_attention_group(groups: list[Any]) -> int | None:
+        """The KV-cache group whose block table a draft model's cache follows: with one group, that one (None);
+        under the hybrid KV cache (sliding-window layers in the target) a full-attention group, whose table keeps
+        every block of the sequence. The draft's own sliding-window layers then apply their window in attention
+        over that whole table, as the target's do with the hybrid manager off."""
+        if len(groups) == 1:
+            return None
+        from vllm.v1.kv_cache_interface import FullAttentionSpec
+
+        def whole(group: Any) -> bool:
+            spec = group.kv_cache_spec
+            one = getattr(spec, "kv_cache_specs", {}).get(group.layer_names[0], spec)  # a group's spec per layer
+            return isinstance(one, FullAttentionSpec) and one.sliding_window is None
+
+        full = [g for g, group in enumerate(groups) if whole(group)]
+        if not full:
+            raise ValueError("a draft model with a target whose every layer has a sliding window is not supported on "
+                             "TT: the draft's cache follows a full-attention layer group's block table")
+        return full[0]
 
     @_closes_the_device_if_it_fails
     def compile_or_warm_up_model(self) -> CompilationTimes:

@@ -36,17 +36,17 @@ def _counter(engine: Any, name: str) -> int:
     return sum(int(m.value) for m in engine.get_metrics() if m.name == name)
 
 
-def _engine(path: Path, profile: str, spec: bool) -> Any:
+def _engine(path: Path, profile: str, spec: dict | None, blocks: int) -> Any:
     from vllm import LLM
 
     return LLM(model=str(path), skip_tokenizer_init=True, max_num_seqs=32, max_model_len=512, block_size=BLOCK,
-               seed=0, max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=192,
-               disable_log_stats=False, speculative_config=NGRAM if spec else None,
-               additional_config={"tt": {"optimizations": profile}})
+               seed=0, max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=blocks,
+               disable_log_stats=False, speculative_config=spec, additional_config={"tt": {"optimizations": profile}})
 
 
-def run(family: str, profile: str, root: Path) -> dict:
-    """One cell: whether every batch's greedy tokens are equal, and the speculative engine's counters."""
+def run(family: str, profile: str, root: Path, self_draft: bool = False, blocks: int = 192) -> dict:
+    """One cell: whether every batch's greedy tokens are equal, and the speculative engine's counters. self_draft:
+    the model drafts for itself (method 'draft_model') instead of n-gram drafts."""
     from vllm import SamplingParams
 
     from tests.vllm.conftest import shutdown
@@ -59,8 +59,9 @@ def run(family: str, profile: str, root: Path) -> dict:
     t0 = time.perf_counter()
     outs: dict[str, dict[str, list[list[int]]]] = {}
     cell: dict[str, Any] = {"family": family, "profile": profile}
-    for name, spec in (("plain", False), ("spec", True)):
-        engine = _engine(path, profile, spec)
+    drafts = {"model": str(path), "num_speculative_tokens": NGRAM["num_speculative_tokens"]} if self_draft else NGRAM
+    for name, spec in (("plain", None), ("spec", drafts)):
+        engine = _engine(path, profile, spec, blocks)
         try:
             outs[name] = {}
             for label, ps in batches.items():
@@ -68,6 +69,11 @@ def run(family: str, profile: str, root: Path) -> dict:
                 outs[name][label] = [list(o.outputs[0].token_ids) for o in got]
                 if name == "spec" and label == "prefix hit":
                     cell["prefix_hit_tokens"] = int(got[0].num_cached_tokens or 0)
+            if spec and self_draft:  # the kind of KV spec of the layers whose block table the draft follows
+                layout, windows = engine.collective_rpc("kv_cache_layout")[0], engine.collective_rpc(
+                    "kv_cache_windows")[0]
+                group = layout["draft_table_group"]
+                cell["draft_table_kind"] = windows["kind"][layout["layer_groups"].index(group)]
             if spec:
                 cell["drafts"] = _counter(engine, "vllm:spec_decode_num_drafts")
                 cell["draft_tokens"] = _counter(engine, "vllm:spec_decode_num_draft_tokens")
