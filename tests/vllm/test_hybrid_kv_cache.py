@@ -69,7 +69,8 @@ def test_sliding_layers_hold_only_their_window_and_decode_as_with_full_kv(gemma_
         types = load_hf(gemma_dir).config.layer_types
         assert state["groups"] == 6 and sorted(state["layer_groups"]) == list(range(6)), state
         assert state["tensor_pairs"] == 1, state
-        assert full_kv[1] == {"groups": 1, "layer_groups": [0] * 6, "tensor_pairs": 6}, full_kv[1]
+        assert full_kv[1] == {"groups": 1, "layer_groups": [0] * 6, "tensor_pairs": 6,
+                              "draft_table_group": None}, full_kv[1]
         core = engine.llm_engine.engine_core.engine_core
         manager = core.scheduler.kv_cache_manager
         groups = core.scheduler.kv_cache_config.kv_cache_groups
