@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from tests.models.tiny import make_tiny_model
+from tests.vllm.metrics import counter, spec_counts
 
 BLOCK, BUDGET, STEPS = 32, 64, 24
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
@@ -30,10 +31,6 @@ def prompts() -> tuple[list[int], list[list[int]], list[int]]:
         return seg * 3 + seg[:5]
 
     return copyable(), [copyable() for _ in range(31)], torch.randint(2, 500, (290,), generator=g).tolist()
-
-
-def _counter(engine: Any, name: str) -> int:
-    return sum(int(m.value) for m in engine.get_metrics() if m.name == name)
 
 
 def _engine(path: Path, profile: str, spec: dict | None, blocks: int) -> Any:
@@ -75,9 +72,8 @@ def run(family: str, profile: str, root: Path, self_draft: bool = False, blocks:
                 group = layout["draft_table_group"]
                 cell["draft_table_kind"] = windows["kind"][layout["layer_groups"].index(group)]
             if spec:
-                cell["drafts"] = _counter(engine, "vllm:spec_decode_num_drafts")
-                cell["draft_tokens"] = _counter(engine, "vllm:spec_decode_num_draft_tokens")
-                cell["accepted_tokens"] = _counter(engine, "vllm:spec_decode_num_accepted_tokens")
+                cell["drafts"] = counter(engine, "vllm:spec_decode_num_drafts")
+                cell["draft_tokens"], cell["accepted_tokens"] = spec_counts(engine)
         finally:
             shutdown(engine)
             del engine

@@ -9,6 +9,7 @@ import pytest
 from vllm import SamplingParams
 
 from tests.vllm.conftest import assert_same_greedy, shutdown, tt_options
+from tests.vllm.metrics import spec_counts
 from tests.vllm.test_llm_generate import PROMPTS
 
 PER_REPLICA = 5  # blocks of 64 tokens in each replica's cache, its block 0 unused: 4 for its users
@@ -115,7 +116,7 @@ def test_ngram_speculation_on_two_replicas_matches_single_device(short_llm, shor
                  additional_config=tt_options(short_llm.tt_profile, data_parallel=2))
     try:
         dp = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
-        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+        accepted = spec_counts(engine)[1]
     finally:
         shutdown(engine)
     assert dp == single

@@ -14,6 +14,7 @@ import pytest
 from vllm import LLM, SamplingParams, TokensPrompt
 
 from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.metrics import counter, spec_counts
 
 K = 3
 COMMON = dict(max_num_seqs=8, max_model_len=512, block_size=64, max_num_batched_tokens=160,
@@ -52,10 +53,6 @@ def greedy(engine, prompts, n=16):
     return [list(o.outputs[0].token_ids) for o in outs]
 
 
-def counter(engine, name: str) -> int:
-    return sum(int(m.value) for m in engine.get_metrics() if m.name == name)
-
-
 def test_a_smaller_draft_model_keeps_greedy_output(plain, short_dir, draft_dir):
     tok = plain.get_tokenizer()
     assert len(tok(LONG).input_ids) > 128  # prefilled in chunks of the 160-token budget
@@ -65,8 +62,7 @@ def test_a_smaller_draft_model_keeps_greedy_output(plain, short_dir, draft_dir):
     try:
         for prompts in ([copyable(0)], [copyable(i) for i in range(7)] + [LONG], [odd], [odd, LONG, copyable(9)]):
             assert greedy(engine, prompts) == greedy(plain, prompts)
-        drafts = counter(engine, "vllm:spec_decode_num_draft_tokens")
-        accepted = counter(engine, "vllm:spec_decode_num_accepted_tokens")
+        drafts, accepted = spec_counts(engine)
         assert counter(engine, "vllm:prefix_cache_hits") >= 64
     finally:
         shutdown(engine)
@@ -74,35 +70,33 @@ def test_a_smaller_draft_model_keeps_greedy_output(plain, short_dir, draft_dir):
     assert 0 < accepted < drafts, (accepted, drafts)
 
 
-def test_the_target_as_its_own_draft_has_every_draft_accepted(plain, short_dir):
+def assert_every_self_draft_accepted(engine: LLM, plain: LLM) -> None:
+    """The target as its own draft: the plain engine's tokens, every draft accepted; shuts the engine down."""
     prompts = [copyable(i) for i in range(7)] + [LONG]
-    engine = drafted(short_dir, short_dir)
     try:
         assert greedy(engine, prompts, n=24) == greedy(plain, prompts, n=24)
-        drafts = counter(engine, "vllm:spec_decode_num_draft_tokens")
-        accepted = counter(engine, "vllm:spec_decode_num_accepted_tokens")
+        drafts, accepted = spec_counts(engine)
     finally:
         shutdown(engine)
     # 8 requests x 23 tokens after the first: about 23 / (K + 1) verify steps each, all drafts kept.
     assert drafts >= 8 * 4 * K and accepted == drafts, (accepted, drafts)
 
 
+def test_the_target_as_its_own_draft_has_every_draft_accepted(plain, short_dir):
+    assert_every_self_draft_accepted(drafted(short_dir, short_dir), plain)
+
+
 def test_the_target_as_its_own_draft_on_two_replicas(plain, short_dir, monkeypatch):
     """Data parallel 2 on a (1, 2) mesh: the draft is a second model of the same replicas, its replica r's cache
     indexed by replica r's block ids, its passes on each request's slot. Every draft accepted and the plain
     engine's tokens hold only if each replica's draft cache holds its own requests' K/V."""
-    prompts = [copyable(i) for i in range(7)] + [LONG]
     monkeypatch.setenv("MESH_DEVICE", "(1, 2)")
     engine = LLM(model=short_dir, speculative_config={"model": short_dir, "num_speculative_tokens": K},
                  disable_log_stats=False, **dict(COMMON, additional_config=tt_options("performance", data_parallel=2)))
-    try:
-        assert "DataParallel" in repr(engine)
-        assert greedy(engine, prompts, n=24) == greedy(plain, prompts, n=24)
-        drafts = counter(engine, "vllm:spec_decode_num_draft_tokens")
-        accepted = counter(engine, "vllm:spec_decode_num_accepted_tokens")
-    finally:
+    if "DataParallel" not in repr(engine):
         shutdown(engine)
-    assert drafts >= 8 * 4 * K and accepted == drafts, (accepted, drafts)
+        raise AssertionError(f"not data parallel: {engine!r}")
+    assert_every_self_draft_accepted(engine, plain)
 
 
 def test_a_draft_without_a_tt_implementation_is_refused_at_start():

@@ -22,6 +22,7 @@ import torch
 from vllm import LLM, SamplingParams
 
 from tests.vllm.conftest import shutdown, tt_options
+from tests.vllm.metrics import counter
 
 NGRAM = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
 COMMON = dict(max_num_seqs=32, max_model_len=512, block_size=64, max_num_batched_tokens=160,
@@ -54,10 +55,6 @@ def engines(short_dir):
 def greedy(engine, prompts, n=12):
     outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=n, ignore_eos=True))
     return [list(o.outputs[0].token_ids) for o in outs]
-
-
-def counter(engine, name: str) -> int:
-    return sum(int(m.value) for m in engine.get_metrics() if m.name == name)
 
 
 def test_greedy_equals_the_plain_engine(engines):

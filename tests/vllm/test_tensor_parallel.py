@@ -12,6 +12,7 @@ from vllm import LLM, SamplingParams
 
 from tests.models.tiny import load_hf, make_wide_model
 from tests.vllm.conftest import PROFILES, TEST_KV_BLOCKS, hf_agreement_ids, shutdown, tt_options
+from tests.vllm.metrics import spec_counts
 
 PROMPTS = [{"prompt_token_ids": list(range(5 + 40 * i, 30 + 47 * i))} for i in range(3)]
 
@@ -112,7 +113,7 @@ def test_2d_mesh_speculation_matches_single_device(wide_llama, monkeypatch, capf
     try:
         assert "mesh=(2, 4)" in repr(engine)
         spec = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
-        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+        accepted = spec_counts(engine)[1]
     finally:
         shutdown(engine)
     assert spec == single
@@ -123,8 +124,7 @@ def test_2d_mesh_speculation_matches_single_device(wide_llama, monkeypatch, capf
                  speculative_config={"model": wide_llama, "num_speculative_tokens": 3})
     try:
         drafted = [list(o.outputs[0].token_ids) for o in engine.generate(prompts, params)]
-        drafts = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_draft_tokens")
-        accepted = sum(int(m.value) for m in engine.get_metrics() if m.name == "vllm:spec_decode_num_accepted_tokens")
+        drafts, accepted = spec_counts(engine)
     finally:
         shutdown(engine)
     assert drafted == single
