@@ -69,6 +69,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--corpus", action="store_true",
                    help="also record the differential corpus (hand-written cases + every distinct model call) on "
                         "the first device into tests/fixtures/ttnn_corpus_0.81.1.json")
+    p.add_argument("--record-capacity", action="store_true",
+                   help="write the capacity cases' answers into tests/fixtures/capacity_<device>_0.81.1.json (as "
+                        "--corpus does, without re-recording the corpus)")
     p.add_argument("--device-worker", help=argparse.SUPPRESS)  # internal: run one device in this process
     p.add_argument("--out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -126,7 +129,7 @@ def device_worker(args: argparse.Namespace) -> int:
         reports = run_all(rec, ttnn, mesh, device, tuple(int(c) for c in args.contexts.split(",")))
         rec.captured = captured
         capacity = [{"case": r.case, "ok": r.ok} for r in reports]
-        if args.corpus:
+        if args.corpus or args.record_capacity:
             from tt_checks.capacity import record
 
             record(reports, device)

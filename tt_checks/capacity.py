@@ -40,6 +40,9 @@ class CapacityCase:
     context: int
     load_format: str = "auto"
     fits_at_load: bool = True  # False: the case shows a model refused at load (not fitting the device)
+    # A speculative-decoding draft model beside it (a checkpoint of tt_models/configs/checkpoints.yaml, placed-only
+    # weights): its weights, and its cache taking each KV block id too, as the vLLM worker allocates them.
+    draft: str | None = None
 
 
 def cases(contexts: tuple[int, ...] = CONTEXTS) -> list[CapacityCase]:
@@ -52,6 +55,10 @@ def cases(contexts: tuple[int, ...] = CONTEXTS) -> list[CapacityCase]:
         out.append(CapacityCase("Llama-3.1-8B", llama8b, "performance", ctx, "dummy"))
     # bf16 weights of an 8B model are 16 GB: more than an N150's 12 GB of DRAM.
     out.append(CapacityCase("Llama-3.1-8B", llama8b, "bf16", contexts[0], "dummy", fits_at_load=False))
+    # The 8B with the 1B of its tokenizer as a draft (--speculative-config model=...): both models' weights, and
+    # a KV block costs both caches.
+    out.append(CapacityCase("Llama-3.1-8B + Llama-3.2-1B draft", llama8b, "performance", contexts[0], "dummy",
+                            draft="Llama-3.2-1B-Instruct"))
     return out
 
 
@@ -62,7 +69,8 @@ class CapacityReport:
     ok: bool = True  # the case showed what it expects (False: a failure to look at)
     loaded: bool = False
     oom_at_load: str = ""
-    weights_per_bank: int = 0
+    weights_per_bank: int = 0  # the draft's included
+    draft_weights_per_bank: int = 0
     banks: int = 0
     bank_size: int = 0  # DRAM per bank the allocator manages (after the trace region)
     trace_region_per_bank: int = 0
@@ -85,7 +93,9 @@ class CapacityReport:
             verdict = "as expected" if self.ok else "UNEXPECTED"
             return [f"{head}: does not fit at load ({verdict}): {self.oom_at_load or 'loaded'}"]
         full = self.full_batch_kv_per_bank + self.weights_per_bank + self.reserve_per_bank
-        out = [f"{head}: weights {self.weights_per_bank * t / GiB:.2f} GiB, trace region "
+        draft = (f" (the draft's {self.draft_weights_per_bank * t / GiB:.2f} GiB)"
+                 if self.draft_weights_per_bank else "")
+        out = [f"{head}: weights {self.weights_per_bank * t / GiB:.2f} GiB{draft}, trace region "
                f"{self.trace_region_per_bank * t / MiB:.1f} MiB, DRAM {self.bank_size * t / GiB:.2f} GiB usable; "
                f"KV for {BATCH} users x {self.case.rsplit(' ctx ', 1)[-1]} tokens "
                f"{self.full_batch_kv_per_bank * t / GiB:.2f} GiB: "
@@ -106,6 +116,7 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
 
     from generator_vllm import TT_CLASSES
     from tt_models.capacity import kv_bank_bytes
+    from tt_models.config.checkpoints import find_checkpoint
     from tt_models.model_args import UnsupportedModelError
     from vllm_patches.kv_blocks import plan_kv_blocks, wanted_blocks
 
@@ -119,9 +130,18 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
     rep.banks, rep.bank_size = dram.num_banks, dram.total_bytes_per_bank
     rep.trace_region_per_bank = ttnn.get_memory_view(mesh, ttnn.BufferType.TRACE).total_bytes_per_bank
     before = dram.total_bytes_allocated_per_bank
+    dcfg = find_checkpoint(case.draft).hf_config() if case.draft else None
+    d = None
     try:
         m = cls.initialize_vllm_model(cfg, mesh, max_batch_size=BATCH, max_seq_len=case.context,
                                       optimizations=case.profile, model_path=case.path, load_format=case.load_format)
+        if dcfg is not None:
+            target_bytes = ttnn.get_memory_view(mesh, ttnn.BufferType.DRAM).total_bytes_allocated_per_bank
+            d = TT_CLASSES[dcfg.architectures[0]].initialize_vllm_model(
+                dcfg, mesh, max_batch_size=BATCH, max_seq_len=case.context, optimizations=case.profile,
+                load_format="dummy")
+            rep.draft_weights_per_bank = (ttnn.get_memory_view(mesh, ttnn.BufferType.DRAM)
+                                          .total_bytes_allocated_per_bank - target_bytes)
     except Rejected as e:
         rep.oom_at_load = e.call.rule.message if e.call.rule else str(e)
         rep.ok = not case.fits_at_load and e.call.rule is not None and e.call.rule.is_out_of_memory
@@ -134,15 +154,18 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
         return rep
     rep.loaded = True
     rep.ok = case.fits_at_load
-    a = m.model.args
-    dtype = m.model.kv_cache_dtype()
     rep.weights_per_bank = ttnn.get_memory_view(mesh, ttnn.BufferType.DRAM).total_bytes_allocated_per_bank - before
 
-    cap = m.kv_cache_capacity(BLOCK)
+    models = [m] if d is None else [m, d]  # each with a cache of the same block ids
+
+    def kv_bytes(blocks: int) -> int:
+        return sum(kv_bank_bytes(blocks, x.model.args.n_layers, x.model.args.n_kv_heads, BLOCK,
+                                 x.model.args.head_dim, x.model.kv_cache_dtype().name, cap.banks) for x in models)
+
+    cap = m.kv_cache_capacity(BLOCK) if d is None else m.kv_cache_capacity(BLOCK, draft=d)
     rep.capacity_blocks, rep.reserve_per_bank = cap.blocks, cap.reserve_per_bank
     width = math.ceil(case.context / BLOCK)
-    rep.full_batch_kv_per_bank = kv_bank_bytes(BATCH * width + 1, a.n_layers, a.n_kv_heads, BLOCK, a.head_dim,
-                                               dtype.name, cap.banks)
+    rep.full_batch_kv_per_bank = kv_bytes(BATCH * width + 1)
     rep.wanted_blocks = wanted_blocks(cls.get_max_tokens_all_users(str(case.path)), case.context, BLOCK, BATCH)
     try:
         rep.vllm_blocks = plan_kv_blocks(rep.wanted_blocks, cap, case.context, BLOCK)
@@ -154,10 +177,11 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
     state: dict[str, Any] = {}
 
     def kv() -> None:
-        state["kv"] = m.allocate_kv_cache((cap.blocks, a.n_kv_heads, BLOCK, a.head_dim), torch.bfloat16,
-                                          a.n_layers)
-        rep.kv_per_bank = kv_bank_bytes(cap.blocks, a.n_layers, a.n_kv_heads, BLOCK, a.head_dim, dtype.name,
-                                        cap.banks)
+        for i, x in enumerate(models):
+            xa = x.model.args
+            state[i] = x.allocate_kv_cache((cap.blocks, xa.n_kv_heads, BLOCK, xa.head_dim), torch.bfloat16,
+                                           xa.n_layers)
+        rep.kv_per_bank = kv_bytes(cap.blocks)
 
     def table(users: int) -> torch.Tensor:
         # Users may share blocks when the cache holds fewer than users x width: reads and writes stay in bounds.
@@ -166,12 +190,14 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
     def prefill() -> None:
         n = case.context - 1
         tokens = torch.randint(0, cfg.vocab_size, (1, n), dtype=torch.int32)
-        m.prefill_forward(tokens, table(1), state["kv"], [n])
+        for i, x in enumerate(models):  # the draft prefills what the target does
+            x.prefill_forward(tokens, table(1), state[i], [n])
 
     def decode() -> None:
         tokens = torch.randint(0, cfg.vocab_size, (BATCH, 1), dtype=torch.int32)
         pos = torch.full((BATCH,), case.context - 1, dtype=torch.int32)
-        m.decode_forward(tokens, pos, table(BATCH), state["kv"], enable_trace=False)
+        for i, x in enumerate(models):
+            x.decode_forward(tokens, pos, table(BATCH), state[i], enable_trace=False)
 
     for phase, fn in (("allocate_kv_cache (full capacity)", kv), (f"prefill of {case.context - 1} tokens", prefill),
                       (f"decode of {BATCH} users at position {case.context - 1}", decode)):
@@ -187,7 +213,8 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
     rep.peak_dram_per_bank = rec.peak.dram_per_bank + rep.trace_region_per_bank
     rep.peak_l1_per_core, rep.l1_size = rec.peak.l1_per_bank, rec.peak.l1_bank_size
     state.clear()
-    m.release()
+    for x in models:
+        x.release()
     return rep  # the model's device tensors go with this frame
 
 
@@ -218,7 +245,7 @@ def record(reports: list[CapacityReport], device: str) -> Path:
     for r in reports:
         c = cases_by_name[r.case]
         rows.append({**asdict(r), "model": c.model, "path": str(c.path.relative_to(ROOT))
-                     if ROOT in c.path.parents else None, "profile": c.profile, "context": c.context,
+                     if ROOT in c.path.parents else None, "draft": c.draft, "profile": c.profile, "context": c.context,
                      "load_format": c.load_format, "batch": BATCH, "block_size": BLOCK})
     out.write_text(json.dumps({"ttnn_version": "0.81.1", "device": device, "cases": rows}, indent=1) + "\n")
     print(f"capacity: {len(rows)} cases -> {out.relative_to(ROOT)}")

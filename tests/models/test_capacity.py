@@ -14,6 +14,7 @@ from tt_models.backend import ttnn
 from tt_models.capacity import kv_bank_bytes
 from tt_models.checkpoint import default_model_dir
 from tt_models.config import load_device_profile
+from tt_models.config.checkpoints import find_checkpoint
 
 
 def _dram(dev):
@@ -101,9 +102,19 @@ def test_capacity_matches_the_real_allocator(case):
             assert case["oom_at_load"] in str(err.value)
             return
         m = build()
+        draft = None
+        if case.get("draft"):  # a speculative-decoding draft beside the target, its cache taking each block id
+            target_bytes = _dram(dev)[0]
+            dcfg = find_checkpoint(case["draft"]).hf_config()
+            draft = TT_CLASSES[dcfg.architectures[0]].initialize_vllm_model(
+                dcfg, dev, max_batch_size=case["batch"], max_seq_len=case["context"], optimizations=case["profile"],
+                load_format="dummy")
+            assert _dram(dev)[0] - target_bytes == case["draft_weights_per_bank"]
         assert _dram(dev)[0] - before == case["weights_per_bank"]
-        assert m.kv_cache_capacity(case["block_size"]).blocks == case["capacity_blocks"]
-        del m
+        cap = (m.kv_cache_capacity(case["block_size"]) if draft is None else
+               m.kv_cache_capacity(case["block_size"], draft=draft))
+        assert cap.blocks == case["capacity_blocks"]
+        del m, draft
     finally:
         ttnn.close_mesh_device(dev)
 
