@@ -91,22 +91,24 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
                 moe_layers=tuple(i not in dense and (i + 1) % step == 0 for i in range(n)))
 
 
-def _refuse_unsupported_fields(config: Any, family: str) -> None:
+def _refuse_quantization(config: Any, family: str) -> None:
     quant = getattr(config, "quantization_config", None)
-    if quant:
-        method = quant.get("quant_method", "?") if isinstance(quant, dict) else getattr(quant, "quant_method", "?")
-        if method == "mxfp4":
-            # The released GPT-OSS checkpoints keep their experts as MXFP4 blocks + scales; the TT models are
-            # checked against HF's dequantized bf16 weights, which are what they load.
-            raise UnsupportedModelError(
-                "the checkpoint is quantized (quantization_config quant_method='mxfp4': MXFP4 expert blocks and "
-                "scales), which the TT models do not read: dequantize it to bf16 first (transformers: "
-                "from_pretrained(..., quantization_config=Mxfp4Config(dequantize=True)), then save_pretrained) and "
-                "serve that; the profiles round the bf16 experts to bfloat8_b / bfloat4_b themselves")
-        raise UnsupportedModelError(
-            f"the checkpoint is quantized (quantization_config quant_method={method!r}); TT models load bf16/fp32 "
-            f"weights and round them to the profile's bfloat8_b / bfloat4_b themselves: use the unquantized "
-            f"checkpoint (or a GGUF file, which is dequantized on load)")
+    if not quant:
+        return
+    method = quant.get("quant_method", "?") if isinstance(quant, dict) else getattr(quant, "quant_method", "?")
+    if method in ("mxfp4", "gpt_oss_mxfp4") and family == "gpt_oss":
+        # The released GPT-OSS checkpoints keep their experts as MXFP4 blocks + scales: read dequantized to bf16
+        # (tt_models.checkpoint.hf, exact), then rounded to the profile's expert dtype like bf16 weights. (vLLM
+        # renames the method gpt_oss_mxfp4 in the config it hands the worker.)
+        return
+    raise UnsupportedModelError(
+        f"the checkpoint is quantized (quantization_config quant_method={method!r}); TT models load bf16/fp32 "
+        f"weights and round them to the profile's bfloat8_b / bfloat4_b themselves: use the unquantized "
+        f"checkpoint (or a GGUF file, which is dequantized on load)")
+
+
+def _refuse_unsupported_fields(config: Any, family: str) -> None:
+    _refuse_quantization(config, family)
     for field, neutral in NEUTRAL_FIELDS.items():
         value = getattr(config, field, neutral)
         if value not in (neutral, None) and not (neutral is None and value in ((), [], {}, 0)):

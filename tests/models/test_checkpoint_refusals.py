@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 
 from generator_vllm import TT_CLASSES
 from tests.conftest import pcc
-from tests.models.tiny import hf_config, hf_last_logits, load_hf, make_tiny_model
+from tests.models.tiny import GPT_OSS_MXFP4, hf_config, hf_last_logits, load_hf, make_tiny_model
 from tt_models.backend import ttnn
 from tt_models.model_args import ModelArgs, UnsupportedModelError
 
@@ -41,6 +41,8 @@ def _variant(tiny_root, tmp_path, family, edit_config=None, edit_state=None):
 @pytest.mark.parametrize("edit,message", [
     (lambda c: c.update(quantization_config={"quant_method": "awq", "bits": 4}),
      r"quantized \(quantization_config quant_method='awq'\)"),
+    # MXFP4 is read for GPT-OSS's experts only.
+    (lambda c: c.update(quantization_config=GPT_OSS_MXFP4), r"quantized \(quantization_config quant_method='mxfp4'\)"),
     (lambda c: c.update(attention_bias=True), r"attention_bias=True \(llama: biases on q/k/v and o_proj\): the "
                                               r"o_proj bias is not implemented"),
     (lambda c: c.update(partial_rotary_factor=0.5), r"config field partial_rotary_factor=0.5 changes the model's "
@@ -147,21 +149,14 @@ def test_mlp_padded_to_whole_tiles_per_chip_matches_hf(tiny_root, tmp_path):
         ttnn.set_fabric_config(ttnn.FabricConfig.DISABLED)
 
 
-# gpt-oss-20b's published quantization_config: its experts are MXFP4 blocks and scales, the rest bf16.
-GPT_OSS_MXFP4 = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
-                                            "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
-
-
 @pytest.mark.parametrize("edit_config,edit_state,message", [
-    (lambda c: c.update(quantization_config=GPT_OSS_MXFP4), None,
-     r"quant_method='mxfp4'.*dequantize it to bf16 first .*Mxfp4Config\(dequantize=True\)"),
     (None, _drop("model.layers.1.self_attn.sinks"), r"missing layers\.1\.attention\.sinks"),
     (None, _drop("model.layers.0.mlp.router.bias"), r"missing layers\.0\.feed_forward\.gate\.bias"),
 ])
 def test_gpt_oss_checkpoints_it_cannot_read_are_refused(edit_config, edit_state, message, tiny_root, tmp_path,
                                                          mesh_device):
-    """The released MXFP4 checkpoints are refused with how to dequantize them; a GPT-OSS checkpoint without a
-    layer's sinks or router bias is refused by name instead of running without them."""
+    """A GPT-OSS checkpoint without a layer's sinks or router bias is refused by name instead of running without
+    them. (Its released MXFP4 checkpoints are read: tests/models/test_moe.py.)"""
     path = _variant(tiny_root, tmp_path, "gpt_oss", edit_config=edit_config, edit_state=edit_state)
     with pytest.raises(UnsupportedModelError, match=message):
         _init(path, mesh_device)

@@ -3,10 +3,13 @@ near-tie rule."""
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
@@ -116,6 +119,40 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))
             p.copy_(p.to(torch.bfloat16).float())
     model.save_pretrained(out, safe_serialization=True)
+    return out
+
+
+# gpt-oss-20b's published quantization_config: its experts are MXFP4 blocks and scales, the rest bf16.
+GPT_OSS_MXFP4 = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                            "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
+
+
+def make_mxfp4_gpt_oss(root: Path) -> Path:
+    """The tiny GPT-OSS as the released checkpoints are stored: each expert tensor X as X_blocks [E, out, in/32, 16]
+    (random e2m1 code pairs) and X_scales [E, out, in/32] (exponents 2^-8..2^-5: weights up to 0.19, as the bf16
+    model's), everything else the bf16 model's; config.json with the published quantization_config."""
+    out = root / "gpt_oss_mxfp4"
+    if (out / "config.json").exists():
+        return out
+    src = make_tiny_model("gpt_oss", root)
+    g = torch.Generator().manual_seed(5)
+    state = {}
+    for name, w in load_file(src / "model.safetensors").items():
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            experts, n_in, n_out = w.shape  # x @ W: [E, in, out]
+            state[name + "_blocks"] = torch.randint(0, 256, (experts, n_out, n_in // 32, 16), generator=g,
+                                                    dtype=torch.uint8)
+            state[name + "_scales"] = torch.randint(119, 123, (experts, n_out, n_in // 32), generator=g,
+                                                    dtype=torch.uint8)
+        else:
+            state[name] = w
+    out.mkdir(parents=True)
+    save_file(state, out / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((src / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, "quantization_config": GPT_OSS_MXFP4}, indent=1))
+    for f in src.iterdir():
+        if f.name not in ("config.json", "model.safetensors"):
+            shutil.copy(f, out / f.name)
     return out
 
 
