@@ -47,7 +47,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--report", help="JSON report path; rows of an existing report that this run does not redo are kept "
                                     "(a slice at a time: e.g. one-chip targets, then the meshes)")
     p.add_argument("--resume", action="store_true", help="skip the cells the report already holds as passed")
+    p.add_argument("--rejudge", action="store_true",
+                   help="run nothing on the simulator: judge the report's failed cells again from their recorded "
+                        "PCCs (a mixture-of-experts comparison below threshold at a router near-tie of HF's)")
     a = p.parse_args(argv)
+    if a.rejudge:
+        return rejudge(Path(a.report))
     names = list(load_checkpoints()) if a.checkpoints == "all" else a.checkpoints.split(",")
     profiles = hardware_profiles() if a.profiles == "all" else a.profiles.split(",")
     only = set(a.targets.split(",")) if a.targets else None
@@ -83,6 +88,28 @@ def main(argv: list[str]) -> int:
             clear(root)
     print(f"checkpoint matrix (simulator): {len(rows)} cells, {len(rows) - failed} pass, {failed} fail")
     return 1 if failed else 0
+
+
+def rejudge(report: Path) -> int:
+    """tests.models.checkpoint_matrix.judge over the report's failed rows, HF rebuilt from the same seed."""
+    from tests.models.checkpoint_matrix import clear, is_moe, judge, make_checkpoint
+    from tt_models.config.checkpoints import find_checkpoint
+
+    rows = json.loads(report.read_text())["rows"]
+    for r in rows:
+        if r.get("pass") or "min_pcc" not in r:
+            continue
+        ckpt = find_checkpoint(r["checkpoint"])
+        root = Path(tempfile.mkdtemp(prefix="tt_matrix_"))
+        try:
+            judge(r, make_checkpoint(ckpt, root, r["layers"], r["vocab"]), is_moe(ckpt.hf_config()))
+        finally:
+            clear(root)
+        print(f"{'ok  ' if r['pass'] else 'FAIL'} {ckpt.short_name}/{r['profile']} on {r['target']}: min PCC "
+              f"{r['min_pcc']:.4f}, router near-ties {r.get('router_near_ties', {})}, not excused "
+              f"{r.get('router_gaps_not_excused', {})}", flush=True)
+    report.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    return 0 if all(r.get("pass") for r in rows) else 1
 
 
 if __name__ == "__main__":

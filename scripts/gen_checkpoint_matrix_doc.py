@@ -24,7 +24,7 @@ PROFILES = ("performance", "performance_bfp4", "accuracy", "bf16")
 # Notes printed under a checkpoint's table (the document is generated: a note lives here, not in the .md).
 NOTES = {
     "Qwen/Qwen3-30B-A3B": (
-        "**performance on T3K (0.9823, FAIL): a router near-tie, measured.** Only \"decode step 0 user 1\" is low\n"
+        "**performance on T3K (0.9823): a router near-tie, measured.** Only \"decode step 0 user 1\" is low\n"
         "(the 300-token prompt's user at position 300; the other 7 comparisons 0.9948-0.9994). At that token HF's\n"
         "layer-0 router holds its 8th to 10th experts within 0.027: 103 at 1.4604, 42 at 1.4568, 116 at 1.4338 (top\n"
         "logit 3.459; k-th/(k+1)-th gap 0.0036, 1.04e-3 of the top logit). The simulator's router logits there are\n"
@@ -37,8 +37,10 @@ NOTES = {
         "HF's layer-0 set the simulator's PCC is 0.9990; HF with the simulator's layer-0 set against the simulator:\n"
         "0.9990 (against HF itself: 0.9833). By `tests/models/test_moe.py`'s router rule (HF's k-th/(k+1)-th gap\n"
         "below `ROUTER_NEAR_TIE[\"performance\"]` = 0.05) this is an excused near-tie (0.0036); by the greedy rule's\n"
-        "relative form (gap below 1e-3 of the top logit) it misses narrowly (1.04e-3). The matrix has no near-tie\n"
-        "excuse: the cell stays failed."),
+        "relative form (gap below 1e-3 of the top logit) it misses narrowly (1.04e-3). The matrix applies the\n"
+        "router rule (`scripts/checkpoint_matrix.py --rejudge` recomputed HF's gap from the recorded cell: 0.0036).\n"
+        "accuracy on P150 (0.9873) is the same kind: only \"decode step 1 user 1\" is low, at an HF router gap of\n"
+        "0.0067 (the other 7 comparisons 0.9936-0.9999)."),
 }
 
 
@@ -83,7 +85,10 @@ def sim_cell(real: dict, s: dict | None) -> str:
         return "not run"
     if "min_pcc" not in s:
         return f"**error** {s.get('error', '')[:80]}"
-    return f"{s['min_pcc']:.4f} (>= {s['threshold']})" + ("" if s.get("pass") else " **FAIL**")
+    ties = s.get("router_near_ties") if s.get("pass") else None
+    return (f"{s['min_pcc']:.4f} (>= {s['threshold']})" + ("" if s.get("pass") else " **FAIL**")
+            + ("; below it only at HF router near-ties: " + ", ".join(f"{k} (gap {g:.4f})" for k, g in ties.items())
+               if ties else ""))
 
 
 def main(argv: list[str]) -> int:
@@ -118,6 +123,10 @@ def main(argv: list[str]) -> int:
            "random weights and a 2,048-token vocabulary, prefill of 45 tokens and of 300 tokens in chunks of 128,",
            "then 3 traced decode steps of 32 users (2 active); the lowest PCC of those 8 comparisons with HF, and the",
            "threshold of the profile the model runs (Llama-3 checkpoints run `performance` as `performance_bfp4`).",
+           "A mixture-of-experts comparison below the threshold is excused only where HF's own router is at a",
+           "near-tie at that position (in some layer its k-th and (k+1)-th expert logits closer than 0.02 in",
+           "`accuracy` / `bf16`, 0.05 in `performance`, none in `performance_bfp4`: tests/models/test_moe.py's",
+           "rule): the cell names the comparison and HF's gap.",
            ""]
     n_real = sum(1 for r in real if r.get("phases"))
     accepted = sum(r.get("calls", {}).get("accepted", 0) + r.get("capacity_calls", 0) for r in real)
@@ -125,13 +134,16 @@ def main(argv: list[str]) -> int:
     refused = sum(1 for r in real if not r["capacity"]["loaded"] and r["capacity"]["ok"])
     unplanned = sum(1 for r in real if not r["capacity"]["loaded"] and not r["capacity"]["ok"])
     failed = sum(1 for r in real if not r["capacity"]["ok"] or any(v != "ok" for v in r.get("phases", {}).values()))
-    passed_sim = sum(1 for r in sim if r.get("pass"))
+    passed_sim = sum(1 for r in sim if r.get("pass") and not r.get("router_near_ties"))
+    tied_sim = sum(1 for r in sim if r.get("pass") and r.get("router_near_ties"))
     planned = sum(len(targets(c.hf_config(), p)) for c in load_checkpoints().values() for p in PROFILES)
     out += [f"Real ttnn: {n_real} checkpoint x profile x device cells run, {accepted:,} calls accepted, {rejected} "
             f"rejected, {refused} refusals at load (each as planned)"
             + (f", {unplanned} on a planned target (failed)" if unplanned else "")
             + f", {failed} cells failed. Simulator: {len(sim)} "
             f"of the {planned} planned cells run, {passed_sim} at or above their threshold"
+            + (f", {tied_sim} below it only at router near-ties of HF's (excused as tests/models/test_moe.py "
+               f"excuses them)" if tied_sim else "")
             + ("." if len(sim) >= planned else "; the others show `not run`."), ""]
     for ckpt in load_checkpoints().values():
         out += [f"## {ckpt.hub_id}", "", "| profile | device | real ttnn: weights per chip, KV per user, calls | "

@@ -121,6 +121,44 @@ def hf_references(path: Path) -> dict[str, Any]:
     return _HF_REFS[path]
 
 
+def comparison_ids(refs: dict[str, Any]) -> dict[str, list[int]]:
+    """The token ids whose last position each comparison of a cell checks, by the cell's comparison names."""
+    out = {}
+    for p in _prompts():
+        out[f"prefill {len(p)}" + (" (chunked)" if len(p) > CHUNK else "")] = p
+    for step in range(DECODE_STEPS):
+        for i, (p, seq) in enumerate(zip(_prompts(), refs["tokens"], strict=True)):
+            out[f"decode step {step} user {i}"] = seq[: len(p) + step + 1]
+    return out
+
+
+def is_moe(cfg: Any) -> bool:
+    return bool(getattr(cfg, "num_experts", 0) or getattr(cfg, "num_local_experts", 0))
+
+
+def judge(result: dict, path: Path, moe: bool) -> None:
+    """Sets result["pass"]: every comparison at or above the threshold, or (mixture of experts) below it only at a
+    router near-tie of HF's, each recorded in result["router_near_ties"] with HF's gap.
+
+    tests/models/test_moe.py's rule and values: at that position, in some layer, HF's k-th and (k+1)-th expert
+    logits are closer than ROUTER_NEAR_TIE[profile], so the profile's rounding may pick the other expert, which
+    replaces a whole expert MLP in that token's sum. Each comparison follows HF's history, so a flip moves only its
+    own comparison (and that token's K/V). performance_bfp4 has no excuse."""
+    from tests.models.test_moe import ROUTER_NEAR_TIE, router_gap
+
+    low = [k for k, v in result["pcc"].items() if v < result["threshold"]]
+    tie = ROUTER_NEAR_TIE.get(result["runs_profile"], 0.0)
+    if low and moe and tie > 0:
+        ids = comparison_ids(hf_references(path))
+        hf = load_hf(path)
+        gaps = {k: router_gap(hf, ids[k]) for k in low}
+        del hf
+        result["router_near_ties"] = {k: g for k, g in gaps.items() if g < tie}
+        result["router_gaps_not_excused"] = {k: g for k, g in gaps.items() if g >= tie}
+    excused = result.get("router_near_ties", {})
+    result["pass"] = all(k in excused for k in low) and result["trace_captures"] == 1
+
+
 def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> dict:
     """One matrix cell on the simulator: {"pcc": {check: value}, "min_pcc", "pass", "seconds", ...}."""
     from generator_vllm import TT_CLASSES
@@ -169,7 +207,7 @@ def run(ckpt: Any, profile: str, target: Any, root: Path, layers: int = 1) -> di
     result["runs_profile"] = load_model_overrides(ckpt.hub_id).profile_for(profile)
     result["min_pcc"] = min(result["pcc"].values())
     result["threshold"] = PCC_MIN[result["runs_profile"]]
-    result["pass"] = result["min_pcc"] >= result["threshold"] and result["trace_captures"] == 1
+    judge(result, path, is_moe(cfg))
     result["seconds"] = round(time.time() - t0, 1)
     return result
 
