@@ -8,6 +8,7 @@ the single-chip corpus (tests/fixtures/ttnn_corpus_0.81.1.json, `cases()`) holds
 recorded on mock meshes opened as the vLLM worker opens them (1-D fabric): N300 (1x2), T3K (1x8) and T3K as 2x4.
 
     ./scripts/check_real_ttnn.sh --python -m tt_checks.cases_all_to_all N300 T3K T3K:2x4   # records the meshes
+    ./scripts/check_real_ttnn.sh --python -m tt_checks.cases_all_to_all --only remap/   # just those cases
     -> tests/fixtures/all_to_all_0.81.1.json, replayed on the simulator by tests/sim/test_all_to_all.py
 """
 
@@ -161,9 +162,73 @@ def combine_cases(rows: int, cols: int) -> Iterator[tuple[str, dict]]:
     yield f"{p}/out-given-tile", comb(output_tensor=T([K, 1, 32, H]))
 
 
+def remap_cases(rows: int, cols: int) -> Iterator[tuple[str, dict]]:
+    """moe_expert_token_remap of the dispatched metadata, as tt-metal's MoE models call it: a dense [1, B, S, E]
+    score row per dispatched token (their constant ones mask), the expert mapping [1, 1, E, chips] and the metadata
+    [1, B, S, K] dispatch returned; reduction_size 32 (one sparse_matmul block of rows)."""
+    op = "ttnn.moe_expert_token_remap"
+    d = rows * cols
+    da = cols if cols > 1 else rows
+    e = 4 * d
+    n = 32 * da
+    tk, meta, mp = [1, 1, n, e], [1, 1, n, K], [1, 1, e, d]
+
+    def remap(t: Any = None, m: Any = None, md: Any = None, **kw: Any) -> dict:
+        return call(op, t or _rm(tk), m or _rm(mp, "UINT16"), md or _rm(meta, "UINT16"), **kw)
+
+    p = "remap"
+    yield f"{p}/ok", remap(reduction_size=32)
+    yield f"{p}/default-reduction", remap()
+    yield f"{p}/reduction-1", remap(reduction_size=1)
+    yield f"{p}/reduction-all", remap(reduction_size=n)
+    yield f"{p}/reduction-0", remap(reduction_size=0)
+    yield f"{p}/reduction-24", remap(reduction_size=24)
+    yield f"{p}/reduction-twice", remap(reduction_size=2 * n)
+    yield f"{p}/batch-dim", remap(_rm([1, n, 1, e]), md=_rm([1, n, 1, K], "UINT16"), reduction_size=32)
+    yield f"{p}/b4-s8", remap(_rm([1, 4, 8 * da, e]), md=_rm([1, 4, 8 * da, K], "UINT16"), reduction_size=32)
+    yield f"{p}/k-8", remap(md=_rm([1, 1, n, 8], "UINT16"), reduction_size=32)
+    yield f"{p}/topk-fp32", remap(_rm(tk, "FLOAT32"), reduction_size=32)
+    yield f"{p}/topk-uint16", remap(_rm(tk, "UINT16"), reduction_size=32)
+    yield f"{p}/topk-tile", remap(T(tk), reduction_size=32)
+    yield f"{p}/topk-bfp8", remap(T(tk, "BFLOAT8_B"), reduction_size=32)
+    yield f"{p}/topk-l1", remap(_rm(tk, m=L1), reduction_size=32)
+    yield f"{p}/topk-experts-other", remap(_rm([1, 1, n, e + d]), reduction_size=32)
+    yield f"{p}/topk-batch-other", remap(_rm([1, 2, n, e]), reduction_size=32)
+    yield f"{p}/topk-rows-fewer", remap(_rm([1, 1, 32, e]), reduction_size=32)
+    yield f"{p}/topk-one-row", remap(_rm([1, 1, 1, e]), reduction_size=32)
+    yield f"{p}/topk-rank-3", remap(_rm([1, n, e]), reduction_size=32)
+    yield f"{p}/meta-tile", remap(md=T(meta, "UINT16"), reduction_size=32)
+    yield f"{p}/meta-uint32", remap(md=_rm(meta, "UINT32"), reduction_size=32)
+    yield f"{p}/meta-bf16", remap(md=_rm(meta), reduction_size=32)
+    yield f"{p}/meta-batch-other", remap(md=_rm([1, 2, n // 2, K], "UINT16"), reduction_size=32)
+    yield f"{p}/meta-dim0-2", remap(md=_rm([2, 1, n, K], "UINT16"), reduction_size=32)
+    yield f"{p}/meta-rank-3", remap(md=_rm([1, n, K], "UINT16"), reduction_size=32)
+    yield f"{p}/mapping-uint32", remap(m=_rm(mp, "UINT32"), reduction_size=32)
+    yield f"{p}/mapping-bf16", remap(m=_rm(mp), reduction_size=32)
+    yield f"{p}/mapping-tile", remap(m=T(mp, "UINT16"), reduction_size=32)
+    yield f"{p}/mapping-line-devices", remap(m=_rm([1, 1, e, da], "UINT16"), reduction_size=32)
+    yield f"{p}/mapping-more-devices", remap(m=_rm([1, 1, e, d + 1], "UINT16"), reduction_size=32)
+    yield f"{p}/mapping-experts-other", remap(m=_rm([1, 1, e + d, d], "UINT16"), reduction_size=32)
+    yield f"{p}/experts-odd", remap(_rm([1, 1, n, e + 1]), _rm([1, 1, e + 1, d], "UINT16"), reduction_size=32)
+    yield f"{p}/experts-fewer-than-chips", remap(_rm([1, 1, n, d // 2]), _rm([1, 1, d // 2, d], "UINT16"),
+                                                 reduction_size=32)
+    yield f"{p}/mapping-rank-2", remap(m=_rm([e, d], "UINT16"), reduction_size=32)
+    yield f"{p}/to-l1", remap(memory_config=L1, reduction_size=32)
+    yield f"{p}/to-sharded", remap(memory_config=width((32, 32), 8), reduction_size=32)
+    el = e // d
+    yield f"{p}/out-given", remap(optional_output_mapping_tensor=_rm([1, 1, n, el]),
+                                  optional_output_reduced_tensor=_rm([1, 1, n // 32, el], "UINT16"), reduction_size=32)
+    yield f"{p}/out-given-wrong", remap(optional_output_mapping_tensor=_rm([1, 1, 32, e]),
+                                        optional_output_reduced_tensor=_rm([1, 1, 1, 1], "UINT16"), reduction_size=32)
+    yield f"{p}/out-given-tile", remap(optional_output_mapping_tensor=T([1, 1, n, 32]), reduction_size=32)
+    yield f"{p}/reduced-given-only", remap(optional_output_reduced_tensor=_rm([1, 1, n // 32, el], "UINT16"),
+                                           reduction_size=32)
+
+
 def mesh_cases(rows: int, cols: int) -> Iterator[tuple[str, dict]]:
     yield from dispatch_cases(rows, cols)
     yield from combine_cases(rows, cols)
+    yield from remap_cases(rows, cols)
 
 
 def cases() -> Iterator[tuple[str, dict]]:
@@ -182,11 +247,13 @@ def cases() -> Iterator[tuple[str, dict]]:
 
 # Calls that kill the real 0.81.1 process (a division by zero in the host code, SIGFPE) rather than raise: no verdict
 # to record. The simulator refuses them (tests/sim/test_all_to_all.py).
-CRASHES: dict[str, str] = {"a2a-dispatch/links-0": "SIGFPE", }
+CRASHES: dict[str, str] = {"a2a-dispatch/links-0": "SIGFPE",
+                           # fewer experts than chips: 0 local experts, a circular buffer of 0 bytes (SIGFPE)
+                           "remap/experts-fewer-than-chips": "SIGFPE"}
 MESHES = {"N300": ("N300", (1, 2)), "T3K": ("T3K", (1, 8)), "T3K:2x4": ("T3K", (2, 4))}
 
 
-def record_one(name: str) -> list[dict]:
+def record_one(name: str, only: str = "") -> list[dict]:
     """Runs in its own process: the mock cluster is read once per process."""
     from tt_checks.corpus import run_call
     from tt_checks.mock import open_mock_device
@@ -195,7 +262,7 @@ def record_one(name: str) -> list[dict]:
     ttnn, mesh, _ = open_mock_device(device, ROOT / "tt_checks" / "mock_device" / "clusters", shape)
     rows = []
     for n, c in mesh_cases(*shape):
-        if n in CRASHES:
+        if n in CRASHES or not n.startswith(only):
             continue
         print(f"case {n}", file=sys.stderr, flush=True)
         rows.append({"name": n, "call": c, "verdict": run_call(ttnn, mesh, c)})
@@ -204,19 +271,31 @@ def record_one(name: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    """Records the named meshes (all by default); `--only PREFIX` re-records just the cases whose names start with
+    it and keeps the mesh's other recorded cases (e.g. --only remap/ after adding moe_expert_token_remap's)."""
     if argv and argv[0] == "--one":
-        Path(argv[2]).write_text(json.dumps(record_one(argv[1])))
+        Path(argv[2]).write_text(json.dumps(record_one(argv[1], argv[3] if len(argv) > 3 else "")))
         return 0
+    only = ""
+    if argv[:1] == ["--only"]:
+        only, argv = argv[1], argv[2:]
     data = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"ttnn_version": "0.81.1", "meshes": {}}
     for name in argv or list(MESHES):
         out = Path(f"/tmp/a2a_{os.getpid()}_{name.replace(':', '_')}.json")
         env = {**os.environ, "TT_METAL_MOCK_CLUSTER_DESC_PATH": str(ROOT / "tt_checks" / "mock_device" / "clusters"
                                                                         / f"{MESHES[name][0]}.yaml")}
-        subprocess.run([sys.executable, "-m", "tt_checks.cases_all_to_all", "--one", name, str(out)], env=env,
+        subprocess.run([sys.executable, "-m", "tt_checks.cases_all_to_all", "--one", name, str(out), only], env=env,
                        check=True)
         rows = json.loads(out.read_text())
         out.unlink()
-        data["meshes"][name] = {"shape": list(MESHES[name][1]), "device": MESHES[name][0], "cases": rows}
+        if only:
+            order = [n for n, _ in mesh_cases(*MESHES[name][1])]
+            kept = {r["name"]: r for r in data["meshes"][name]["cases"] if not r["name"].startswith(only)}
+            kept.update({r["name"]: r for r in rows})
+            rows_all = [kept[n] for n in order if n in kept]
+        else:
+            rows_all = rows
+        data["meshes"][name] = {"shape": list(MESHES[name][1]), "device": MESHES[name][0], "cases": rows_all}
         ok = sum(r["verdict"]["ok"] for r in rows)
         print(f"{name}: {len(rows)} cases, real ttnn accepts {ok}, rejects {len(rows) - ok}")
         for r in rows:

@@ -5,7 +5,7 @@ semantics, trace capture/replay), so model code runs here unchanged and on hardw
 """
 
 from . import _ttnn, experimental, transformer
-from .all_to_all import all_to_all_combine, all_to_all_dispatch
+from .all_to_all import all_to_all_combine, all_to_all_dispatch, moe_expert_token_remap
 from .ccl import (
     FabricConfig,
     FabricManagerMode,

@@ -20,11 +20,24 @@ tt_checks/cases_all_to_all.py): dispatch reads neither the mapping's dtype, layo
 combine computes its output spec before it validates (a dim that splits to 0 is the shape error); num_links above the
 2 ethernet channels between neighbours is refused; num_links=0 kills the real dispatch (a division by zero, SIGFPE)
 and is refused here.
+
+moe_expert_token_remap: each chip's view of the dispatched rows' routing (the metadata dispatch returned), for the
+experts it holds (the experts whose mapping entry in the chip's column is 1, in expert order, E / chips of them):
+`mapping` [1, B, S, E / chips], a row's score from the dense `topk` row [.., E] at each local expert the row
+selected, 0 at the others; `reduced` [1, 1, B * S / reduction_size, E / chips] uint16, 1 where some row of a chunk
+of reduction_size rows selected the local expert (whatever its score: the kernel sets the flag on the selection;
+tt-metal's golden function tests the score, the same for the non-zero scores its models pass). tt-metal's MoE
+models pass `reduced` with reduction_size 32 to sparse_matmul as the sparsity of the dispatched rows' 32-row blocks.
+Validation as recorded on the same meshes (remap/*): its output specs are computed first (a rank-2 mapping is the
+shape error), then the layouts and dtypes, the mapping's chips (the whole mesh's, not the line's) and experts
+against the scores, the batch dims, and reduction_size dividing batch * seq. Fewer experts than chips (0 local
+experts) kills the real process (SIGFPE) and is refused here. A topk with fewer rows than the metadata is accepted
+(its rows are read by index): the rows it lacks read as undefined (NaN).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -33,7 +46,7 @@ from .ccl import Topology, _chip_index, _line_of, _lines, _MeshBuffers, _require
 from .compute import output, per_device
 from .device import MeshDevice
 from .errors import TTError
-from .memory import MemoryConfig
+from .memory import DRAM_MEMORY_CONFIG, MemoryConfig
 from .rules import rules
 from .tensor import Tensor, require_device
 from .trace import device_op
@@ -113,6 +126,34 @@ _C_LINKS = C(_LINKS,
 _C_NEIGHBORS = C("No neighbors found", "N300/a2a-combine/axis-other", "T3K:2x4/a2a-combine/axis-other",
                  source="ccl/common/host/moe_utils.cpp")
 
+M = rules("moe_expert_token_remap",
+          "data_movement/moe_expert_token_remap/device/moe_expert_token_remap_device_operation.cpp")
+_M_INDEX = M("ShapeBase[] index out of range. {} not in [-4, {})", "N300/remap/mapping-rank-2", "N300/remap/ok",
+             source="ttnn/cpp/ttnn/tensor/shape.cpp")
+_M_TOPK_LAYOUT = M("topk tensor must be in row major layout", "N300/remap/topk-tile", "N300/remap/topk-bfp8",
+                   "N300/remap/topk-fp32")
+_M_META_LAYOUT = M("Metadata tensor must be in row major layout", "N300/remap/meta-tile", "N300/remap/ok")
+_M_META_DTYPE = M("Metadata tensor must be uint16", "N300/remap/meta-uint32", "N300/remap/meta-bf16", "N300/remap/ok")
+_M_MAP_DTYPE = M("Mapping tensor must be uint16", "N300/remap/mapping-uint32", "N300/remap/mapping-bf16",
+                 "N300/remap/ok")
+_M_MAP_LAYOUT = M("Mapping tensor must be in row major layout", "N300/remap/mapping-tile", "N300/remap/ok")
+_M_CHIPS = M("Last mapping_tensor dim should be num_devices {}, got {}", "N300/remap/mapping-more-devices",
+             "T3K:2x4/remap/mapping-line-devices", "T3K:2x4/remap/ok")
+_M_EXPERTS = M("Expected mapping shape dim 2 to be equal to topk dim 3 (number of experts), got {} and {} "
+               "respectively", "N300/remap/topk-experts-other", "N300/remap/mapping-experts-other",
+               "N300/remap/experts-odd")
+_M_BATCH = M("Expected metadata dim 1 to be equal to topk dim 1 (batch size), got {} and {}, respectively",
+             "N300/remap/topk-batch-other", "N300/remap/meta-batch-other", "N300/remap/topk-rank-3",
+             "N300/remap/meta-rank-3", "N300/remap/batch-dim")
+_M_REDUCTION = M("reduction_size must be positive, got {}", "N300/remap/reduction-0", "N300/remap/reduction-1")
+_M_CHUNKS = M("batch * seq ({}) must be divisible by reduction_size ({}); the writer emits one reduced page every "
+              "reduction_size metadata pages and does not flush a partial trailing group",
+              "N300/remap/reduction-24", "T3K/remap/reduction-twice", "T3K/remap/reduction-all")
+_M_NO_LOCAL = M("fewer experts than devices: no local experts (the real op's circular buffer of 0 bytes divides by "
+                "zero, which kills the process: SIGFPE)",
+                unreachable="no verdict to record: the real ttnn crashes on it (tt_checks/cases_all_to_all.py "
+                            "CRASHES)")
+
 _ETH_CHANNELS = 2  # between neighbouring Wormhole chips of an N300 / T3K, as the mock clusters report it
 
 
@@ -167,12 +208,16 @@ def _dispatch_kernel(chip: torch.Tensor, tokens: _MeshBuffers, indices: _MeshBuf
     return out, meta
 
 
-def _dispatch_tokens(chip: torch.Tensor, *args: Any) -> torch.Tensor:
-    return _dispatch_kernel(chip, *args)[0]
+def _nth(kernel: Callable[..., tuple[torch.Tensor, ...]], i: int) -> Callable[..., torch.Tensor]:
+    """Output i of a per-chip kernel that computes an op's outputs together (one per_device run each)."""
+    def run(chip: torch.Tensor, *args: Any) -> torch.Tensor:
+        return kernel(chip, *args)[i]
+
+    run.__name__ = f"{kernel.__name__}_{i}"
+    return run
 
 
-def _dispatch_metadata(chip: torch.Tensor, *args: Any) -> torch.Tensor:
-    return _dispatch_kernel(chip, *args)[1]
+_dispatch_tokens, _dispatch_metadata = _nth(_dispatch_kernel, 0), _nth(_dispatch_kernel, 1)
 
 
 @device_op(kernel_replay=True)
@@ -223,10 +268,13 @@ def all_to_all_dispatch(
     meta = output(idx, per_device(_dispatch_metadata, chips, *args), memory_config=mc)
     if output_tensors is None:
         return [tokens, meta]
-    # 0.81.1 takes preallocated outputs without comparing their specs; the simulator fills them when they fit.
-    for buf, res in zip(given, (tokens, meta), strict=True):
-        if tuple(buf.shape) == tuple(res.shape) and buf.dtype == res.dtype and buf.layout == res.layout:
-            buf._rebind(res)
+    return [_fill(buf, res) for buf, res in zip(given, (tokens, meta), strict=True)]
+
+
+def _fill(given: Tensor, result: Tensor) -> Tensor:
+    """A preallocated output: 0.81.1 takes it without comparing its spec; the simulator fills it when it fits."""
+    if tuple(given.shape) == tuple(result.shape) and given.dtype == result.dtype and given.layout == result.layout:
+        given._rebind(result)
     return given
 
 
@@ -355,4 +403,81 @@ def all_to_all_combine(
     return output_tensor
 
 
-__all__ = ["all_to_all_combine", "all_to_all_dispatch"]
+def _remap_kernel(chip: torch.Tensor, topk: torch.Tensor, mapping: torch.Tensor, metadata: torch.Tensor,
+                  pages: int, local_n: int, reduction: int) -> tuple[torch.Tensor, torch.Tensor]:
+    c = int(chip)
+    m = mapping.reshape(-1, mapping.shape[-1])
+    local = [e for e in range(m.shape[0]) if int(m[e, c]) == 1][:local_n] if c < m.shape[1] else []
+    meta = metadata.reshape(-1, metadata.shape[-1])[:pages].to(torch.int64)  # [pages, K]
+    scores = topk.reshape(-1, topk.shape[-1]).float()
+    if scores.shape[0] < pages:  # rows the scores tensor lacks: read past its end
+        fill = float("nan") if topk.is_floating_point() else 0.0
+        scores = torch.cat([scores, torch.full((pages - scores.shape[0], scores.shape[1]), fill)])
+    scores = scores[:pages]
+    hit = torch.zeros(pages, local_n, dtype=torch.bool)
+    for j, e in enumerate(local):
+        hit[:, j] = (meta == e).any(dim=-1)
+    picked = torch.zeros(pages, local_n)
+    if local:
+        idx = torch.tensor(local)
+        picked[:, :len(local)] = scores[:, idx]
+    mapped = torch.where(hit, picked, torch.zeros(()))
+    reduced = hit.reshape(pages // reduction, reduction, local_n).any(dim=1).to(torch.int32)
+    return mapped, reduced
+
+
+_remap_mapping, _remap_reduced = _nth(_remap_kernel, 0), _nth(_remap_kernel, 1)
+
+
+@device_op(kernel_replay=True)
+def moe_expert_token_remap(
+    topk_tensor: Tensor,
+    expert_mapping_tensor: Tensor,
+    expert_metadata_tensor: Tensor,
+    *,
+    memory_config: MemoryConfig | None = None,
+    optional_output_mapping_tensor: Tensor | None = None,
+    optional_output_reduced_tensor: Tensor | None = None,
+    reduction_size: int = 16,
+) -> list[Tensor]:
+    """Each chip's local-expert view of the dispatched rows' routing: [mapping, reduced] (module docstring)."""
+    op = "moe_expert_token_remap"
+    if isinstance(reduction_size, bool) or not isinstance(reduction_size, int) or reduction_size < 0:
+        raise TypeError(f"moe_expert_token_remap(): incompatible function arguments: reduction_size "
+                        f"{reduction_size!r} is not a uint32")
+    dev = require_device(op, topk_tensor, expert_mapping_tensor, expert_metadata_tensor)
+    topk, mapping, meta = topk_tensor, expert_mapping_tensor, expert_metadata_tensor
+    ts, mps, ms = tuple(topk.shape), tuple(mapping.shape), tuple(meta.shape)
+    rows, cols = dev.shape
+    chips = rows * cols
+    # The output specs first (the device op builds its outputs before it validates).
+    for shape, i in ((ms, 1), (ms, 2), (mps, 2)):
+        _M_INDEX.require(len(shape) > i, i, len(shape))
+    batch, seq, experts = ms[1], ms[2], mps[2]
+    local_n = experts // chips
+    reduction = reduction_size
+    pages = batch * seq
+    mc = memory_config or DRAM_MEMORY_CONFIG
+    _M_TOPK_LAYOUT.require(topk.layout == Layout.ROW_MAJOR)
+    _M_META_LAYOUT.require(meta.layout == Layout.ROW_MAJOR)
+    _M_META_DTYPE.require(meta.dtype == DataType.UINT16)
+    _M_MAP_DTYPE.require(mapping.dtype == DataType.UINT16)
+    _M_MAP_LAYOUT.require(mapping.layout == Layout.ROW_MAJOR)
+    _M_CHIPS.require(mps[-1] == chips, chips, mps[-1])
+    _M_EXPERTS.require(mps[-2] == ts[-1], mps[-2], ts[-1])
+    _M_BATCH.require(ms[1] == ts[1], ms[1], ts[1])
+    _M_REDUCTION.require(reduction > 0, reduction)
+    _M_CHUNKS.require(pages % reduction == 0, pages, reduction)
+    _M_NO_LOCAL.require(local_n > 0)
+    _M_INDEX.require(len(ms) > 3, 3, len(ms))  # the program reads the metadata's dim 3 (k)
+    args = (topk, mapping, meta, pages, local_n, reduction)
+    chip = _chip_index(topk.num_shards)
+    mapped = [t.reshape(1, batch, seq, local_n) for t in per_device(_remap_mapping, chip, *args)]
+    reduced = [t.reshape(1, 1, pages // reduction, local_n) for t in per_device(_remap_reduced, chip, *args)]
+    outs = [output(topk, mapped, topk.dtype, topk.layout, mc),
+            output(topk, reduced, DataType.UINT16, topk.layout, mc)]
+    given = (optional_output_mapping_tensor, optional_output_reduced_tensor)
+    return [out if buf is None else _fill(buf, out) for buf, out in zip(given, outs, strict=True)]
+
+
+__all__ = ["all_to_all_combine", "all_to_all_dispatch", "moe_expert_token_remap"]

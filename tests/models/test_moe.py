@@ -23,8 +23,15 @@ from safetensors.torch import load_file, save_file
 
 from tests.conftest import pcc
 from tests.models.test_families import BATCH, BLOCK, MAX_SEQ, PCC_MIN, build, follow_hf
+from tests.models.test_tensor_parallel import (
+    PROMPTS,
+    SLOTS,
+    check_against_hf,
+    check_reference_and_performance,
+    generate,
+    open_mesh,
+)
 from tests.models.test_tensor_parallel import build as tp_build
-from tests.models.test_tensor_parallel import check_reference_and_performance, open_mesh
 from tests.models.tiny import (
     MOE_FAMILIES,
     hf_config,
@@ -372,12 +379,34 @@ def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkey
     assert calls["all_to_all_dispatch"] == calls["all_to_all_combine"] >= moe_layers * 4
 
 
+@pytest.mark.parametrize("profile", ["accuracy", "bf16"])
+@pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 8)), ("gpt_oss", (2, 4))])
+def test_experts_dispatched_all_to_all_in_the_rounding_profiles_match_hf(profile, family, shape, tiny_root):
+    """expert_dispatch "all_to_all" in the accuracy and bf16 profiles (the others: the test above): the prefill and
+    two traced decode steps on HF's history, each step's logits at PCC >= 0.99 with HF's and its argmax HF's
+    (near-ties excused, check_greedy_step). One prompt, small: the path (dispatch, remap's sparsity, experts,
+    combine) with these profiles' weights and activations."""
+    path = make_wide_model(family, tiny_root)
+    hf = load_hf(path)
+    prompt = PROMPTS[0]
+    with open_mesh(shape) as mesh:
+        tt, kv = tp_build(path, mesh, profile, expert_dispatch="all_to_all")
+        ids = list(prompt)
+        for _ in range(2):  # HF's greedy continuation, fed to TT (each step then compares on the same history)
+            ids.append(int(hf_last_logits(hf, ids).argmax()))
+        got = generate(tt, kv, [prompt], SLOTS[:1], steps=2, follow=[ids[len(prompt):]])
+        check_against_hf(hf, [prompt], got, PCC_MIN[profile], True, f"{family} {shape} all_to_all {profile}")
+        assert tt.trace_captures == 1
+        tt.release()
+
+
 @pytest.mark.parametrize("shape", [(1, 8), (2, 4)])
 def test_all_to_all_dispatch_errors_fail_the_comparison(shape, tiny_root, monkeypatch):
     """The comparison sees the dispatch path: with one expert per chip, the same model with its expert mapping
-    shifted by one chip (tokens run through their experts' neighbours) or with the combined expert outputs summed
-    unweighted misses HF's prefill logits by more than the reference threshold (NaN counts as a miss), while the
-    right path matches."""
+    shifted by one chip (tokens run through their experts' neighbours), with the sparse_matmul sparsity that
+    moe_expert_token_remap gives for that shifted mapping (each chip skips the blocks its own expert needs), or
+    with the combined expert outputs summed unweighted misses HF's prefill logits by more than the reference
+    threshold (NaN counts as a miss), while the right path matches."""
     from tt_models.layers.moe import MoE
 
     path = make_wide_model("qwen3_moe", tiny_root)
@@ -408,6 +437,19 @@ def test_all_to_all_dispatch_errors_fail_the_comparison(shape, tiny_root, monkey
 
         assert prefill_pcc("as built") >= PCC_MIN["reference"]
         assert not prefill_pcc("mapping shifted", shift_mapping) >= PCC_MIN["reference"]
+        real_remap = ttnn.moe_expert_token_remap
+
+        def sparsity_of_the_neighbour(topk, mapping, meta, **kwargs):
+            # the sparsity of the expert mapping shifted by one chip (dispatch and combine keep the right one)
+            experts, chips = mapping.shape[-2], mapping.shape[-1]
+            wrong = torch.eye(chips, dtype=torch.int32).roll(1, dims=1).repeat_interleave(experts // chips, dim=0)
+            shifted = ttnn.from_torch(wrong.reshape(1, 1, experts, chips), ttnn.uint16, layout=ttnn.ROW_MAJOR_LAYOUT,
+                                      device=mesh, mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
+            return real_remap(topk, shifted, meta, **kwargs)
+
+        monkeypatch.setattr(ttnn, "moe_expert_token_remap", sparsity_of_the_neighbour)
+        assert not prefill_pcc("sparsity shifted", None) >= PCC_MIN["reference"]
+        monkeypatch.setattr(ttnn, "moe_expert_token_remap", real_remap)
         real_top_k = MoE._top_k
 
         def unweighted(self, x):

@@ -1,4 +1,4 @@
-"""all_to_all_dispatch / all_to_all_combine (ttnn_sim/all_to_all.py).
+"""all_to_all_dispatch / all_to_all_combine / moe_expert_token_remap (ttnn_sim/all_to_all.py).
 
 The verdicts: every call of tt_checks/cases_all_to_all.py recorded from the real ttnn 0.81.1 on mock N300, T3K (1x8)
 and T3K as 2x4 meshes (tests/fixtures/all_to_all_0.81.1.json) is replayed on the simulator's mesh of the same shape:
@@ -49,7 +49,8 @@ def test_verdicts_agree_with_the_real_ttnn(name, fabric):
         ttnn.close_mesh_device(mesh)
 
 
-MESH_RULES = [r for r in all_rules() if r.op in ("all_to_all_dispatch", "all_to_all_combine")]
+MESH_RULES = [r for r in all_rules()
+              if r.op in ("all_to_all_dispatch", "all_to_all_combine", "moe_expert_token_remap")]
 MESH_CASES = {f"{m}/{c['name']}": (v["shape"], c) for m, v in MESHES.items() for c in v["cases"]}
 
 
@@ -80,16 +81,27 @@ def test_rule_both_ways(rule, fabric):
 
 
 def test_crashing_calls_are_refused(fabric):
-    """num_links=0 kills the real dispatch (SIGFPE); the simulator refuses it."""
-    assert set(CRASHES) == {"a2a-dispatch/links-0"}
+    """num_links=0 kills the real dispatch, fewer experts than chips the real remap (SIGFPE); the simulator refuses
+    both."""
+    assert set(CRASHES) == {"a2a-dispatch/links-0", "remap/experts-fewer-than-chips"}
     mesh = open_mesh(1, 2)
     try:
         x, i, m = _inputs(mesh, torch.zeros(2, 1, 32, 64), torch.zeros(2, 1, 32, 2, dtype=torch.int32),
                           _mapping(8, 2))
         with pytest.raises(ttnn.TTError, match="all_to_all_dispatch.*num_links"):
             ttnn.all_to_all_dispatch(x, i, m, cluster_axis=1, num_links=0)
+        one = _replicated(mesh, torch.ones(1, 1, 32, 1), ttnn.bfloat16)
+        with pytest.raises(ttnn.TTError, match="moe_expert_token_remap.*no local experts"):
+            ttnn.moe_expert_token_remap(one, _replicated(mesh, torch.ones(1, 1, 1, 2, dtype=torch.int32)),
+                                        _replicated(mesh, torch.zeros(1, 1, 32, 2, dtype=torch.int32)),
+                                        reduction_size=32)
     finally:
         ttnn.close_mesh_device(mesh)
+
+
+def _replicated(mesh, t, dtype=ttnn.uint16):
+    return ttnn.from_torch(t, dtype, layout=ttnn.ROW_MAJOR_LAYOUT, device=mesh,
+                           mesh_mapper=ttnn.ReplicateTensorToMesh(mesh))
 
 
 def test_one_chip_has_no_fabric():
@@ -229,5 +241,98 @@ def test_dispatch_experts_combine_is_the_moe_sum(shape, axis, local_reduce, fabr
                     moe = sum(weights[c, t, j] * got[j, t] for j in range(k))
                     ref = sum(weights[c, t, j] * (chosen[j] + 1) * tokens[c, t] for j in range(k))
                     torch.testing.assert_close(moe, ref, rtol=1e-2, atol=1e-2)
+    finally:
+        ttnn.close_mesh_device(mesh)
+
+
+# --- moe_expert_token_remap ---
+def _golden_remap(topk, mapping, metadata, reduction_size):
+    """tt-metal's golden function (ttnn/operations/ccl.py) in plain PyTorch, per chip d: the scores at the chip's
+    experts where the row's metadata selects them, else 0; then any non-zero per chunk of reduction_size rows."""
+    chips = mapping.shape[-1]
+    local = [mapping[0, 0, :, d].nonzero().reshape(-1) for d in range(chips)]
+    mapped = [torch.where((metadata.long().unsqueeze(-1) == ids).any(dim=-2), topk[..., ids], 0) for ids in local]
+    reduced = [m.reshape(-1, reduction_size, m.shape[-1]).bool().any(dim=1).to(torch.int32).reshape(1, 1, -1,
+                                                                                                     m.shape[-1])
+               for m in mapped]
+    return mapped, reduced
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (1, 8), (2, 4)])
+@pytest.mark.parametrize("reduction_size", [32, 16])
+def test_remap_is_the_golden_semantics(shape, reduction_size, fabric):
+    """Each chip's mapping output and reduced flags equal the golden function's, with non-zero scores (where the
+    golden and the kernel agree: see test_remap_flags_the_selection)."""
+    rows, cols = shape
+    chips, k, n = rows * cols, 2, 64
+    e = 2 * chips
+    mesh = open_mesh(rows, cols)
+    try:
+        g = torch.Generator().manual_seed(2)
+        topk = (torch.rand(1, 1, n, e, generator=g) + 0.5).to(torch.bfloat16).float()
+        meta = torch.stack([torch.randperm(e, generator=g)[:k] for _ in range(n)]).reshape(1, 1, n, k).to(torch.int32)
+        meta[0, 0, :reduction_size] = 0  # a chunk that selects only experts 0 and 1: other chips' flags stay 0
+        meta[0, 0, :reduction_size, 1] = 1
+        mapping = _mapping(e, chips)
+        mapped, reduced = ttnn.moe_expert_token_remap(
+            _replicated(mesh, topk, ttnn.bfloat16), _replicated(mesh, mapping), _replicated(mesh, meta),
+            reduction_size=reduction_size)
+        assert tuple(mapped.shape) == (1, 1, n, e // chips) and mapped.dtype == ttnn.bfloat16
+        assert tuple(reduced.shape) == (1, 1, n // reduction_size, e // chips) and reduced.dtype == ttnn.uint16
+        assert mapped.layout == reduced.layout == ttnn.ROW_MAJOR_LAYOUT
+        want_mapped, want_reduced = _golden_remap(topk, mapping, meta, reduction_size)
+        for d in range(chips):
+            assert torch.equal(mapped._shards[d].float(), want_mapped[d])
+            assert torch.equal(reduced._shards[d].to(torch.int32), want_reduced[d])
+        assert want_reduced[chips - 1][0, 0, 0].sum() == 0 and want_reduced[0][0, 0, 0].sum() == 2
+    finally:
+        ttnn.close_mesh_device(mesh)
+
+
+def test_remap_flags_the_selection(fabric):
+    """The kernel (writer_moe_expert_token_remap.cpp) sets a chunk's flag when a row selects the expert, whatever
+    its score; the golden function tests the score. A selected expert with score 0: mapping 0, flag 1."""
+    mesh = open_mesh(1, 2)
+    try:
+        topk = torch.ones(1, 1, 32, 4)
+        topk[..., 1] = 0.0
+        meta = torch.tensor([1, 3], dtype=torch.int32).expand(1, 1, 32, 2).contiguous()
+        mapped, reduced = ttnn.moe_expert_token_remap(
+            _replicated(mesh, topk, ttnn.bfloat16), _replicated(mesh, _mapping(4, 2)), _replicated(mesh, meta),
+            reduction_size=32)
+        assert torch.equal(mapped._shards[0].float()[0, 0, 0], torch.tensor([0.0, 0.0]))
+        assert reduced._shards[0].tolist() == [[[[0, 1]]]]
+        assert reduced._shards[1].tolist() == [[[[0, 1]]]]
+        assert _golden_remap(topk, _mapping(4, 2), meta, 32)[1][0].tolist() == [[[[0, 0]]]]
+    finally:
+        ttnn.close_mesh_device(mesh)
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (2, 4)])
+def test_remap_of_dispatched_rows_is_their_routing_sparsity(shape, fabric):
+    """As the MoE layer uses it (expert_dispatch "all_to_all"): dispatch along the row of chips (concat dim 2: the
+    line's rows in line order), then remap of tt-metal's ones mask with reduction_size 32. Each chip's flags equal,
+    per 32-row block of the line's rows and local expert, whether some row of the block selected the expert."""
+    rows, cols = shape
+    chips, k, h, t = rows * cols, 2, 32, 8
+    e = 2 * chips
+    mesh = open_mesh(rows, cols)
+    try:
+        g = torch.Generator().manual_seed(3)
+        idx = torch.stack([torch.randperm(e, generator=g)[:k] for _ in range(chips * t)]).reshape(chips, t, k)
+        idx[:, :, 1] = torch.where(idx[:, :, 0] == 5, 6, 5)  # expert 5 (or 6) selected by every row
+        idx = idx.to(torch.int32)
+        tokens = torch.randn(chips, t, h, generator=g)
+        x, i, m = _inputs(mesh, tokens.reshape(chips, 1, t, h), idx.reshape(chips, 1, t, k), _mapping(e, chips))
+        _, meta = ttnn.all_to_all_dispatch(x, i, m, cluster_axis=1, output_concat_dim=2)
+        ones = _replicated(mesh, torch.ones(1, 1, t * cols, e), ttnn.bfloat16)
+        _, reduced = ttnn.moe_expert_token_remap(ones, m, meta, reduction_size=32)
+        el = e // chips
+        for c in range(chips):
+            r = c // cols
+            line_idx = idx[r * cols:(r + 1) * cols].reshape(-1, k)  # the line's rows, in order
+            blocks = line_idx.reshape(-1, 32, k)
+            want = torch.stack([torch.stack([(b == c * el + j).any() for j in range(el)]) for b in blocks])
+            assert torch.equal(reduced._shards[c][0, 0].bool(), want), c
     finally:
         ttnn.close_mesh_device(mesh)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).parents[2]
 CASES = {c["name"]: c for c in json.loads((ROOT / "tests/fixtures/ttnn_corpus_0.81.1.json").read_text())["cases"]}
 # The collectives' rules are recorded on mock meshes (cases "MESH/case" of tests/fixtures/all_to_all_0.81.1.json) and
 # held by tests/sim/test_all_to_all.py, which opens simulated meshes with a fabric (not beside this module's N150).
-MESH_OPS = ("all_to_all_dispatch", "all_to_all_combine")
+MESH_OPS = ("all_to_all_dispatch", "all_to_all_combine", "moe_expert_token_remap")
 RULES = [r for r in all_rules() if r.op not in MESH_OPS]
 
 

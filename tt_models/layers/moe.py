@@ -143,6 +143,7 @@ class MoE:
                                                   mesh_mapper=ttnn.ReplicateTensorToMesh(device))
             self._splits: dict[int, tuple[Any, Any]] = {}
             self._zeros: dict[Any, Any] = {}
+            self._scores: dict[int, Any] = {}
             self.row_first = None
             if grid2d:  # each row's first expert (row r holds experts [r * E / R, (r + 1) * E / R)), on its chips
                 rows_ = grid2d[0]
@@ -263,6 +264,16 @@ class MoE:
             self._splits[rows] = (shard(r), shard(place))
         return self._splits[rows]
 
+    def _ones(self, rows: int) -> Any:
+        """moe_expert_token_remap's scores for `rows` dispatched rows: [1, 1, rows, experts] bf16 row-major ones
+        (as tt-metal's remap_topk_mask); one per row count, made on first use like _split's."""
+        if rows not in self._scores:
+            self._scores[rows] = ttnn.from_torch(torch.ones(1, 1, rows, self.n_experts), ttnn.bfloat16,
+                                                 layout=ttnn.ROW_MAJOR_LAYOUT, device=self.device,
+                                                 memory_config=ttnn.DRAM_MEMORY_CONFIG,
+                                                 mesh_mapper=ttnn.ReplicateTensorToMesh(self.device))
+        return self._scores[rows]
+
     def _top_k(self, x: Any) -> tuple[Any, Any]:
         """x [1, 1, T, dim] -> each token's k expert ids [1, 1, T, k] uint16 (global ids) and their routing weights
         [1, 1, T, k] fp32, slot by slot: the softmax over the k selected logits (renormalized: Mixtral, Qwen3-MoE
@@ -289,17 +300,16 @@ class MoE:
         (the line; 2-D: see _own_row): chip d of the line takes its rows [d * T, (d + 1) * T), routes them, and
         all_to_all_dispatch sends each to the chips holding its k experts (bf16 row-major, global expert ids
         uint16); each chip runs its experts on the dispatched rows (in the original row order: chip q's rows land
-        at [q * T, (q + 1) * T), so the sparsity of the whole routing applies; its selection and top-k's agree but
-        at an exact tie of the k-th logit), all_to_all_combine brings each token's k expert outputs home, where
-        they are weighted and summed. The chips' token rows, each at its place among zero rows, are then
-        reduce-scattered onto the fractured residual (exact: one non-zero term per sum)."""
+        at [q * T, (q + 1) * T)) with the sparsity moe_expert_token_remap computes from the dispatched ids, as
+        tt-metal's MoE models do (a (32-row block, expert) pair runs when a row of the block selected the expert),
+        all_to_all_combine brings each token's k expert outputs home, where they are weighted and summed. The
+        chips' token rows, each at its place among zero rows, are then reduce-scattered onto the fractured residual
+        (exact: one non-zero term per sum)."""
         rows, dim = x.shape[-2], self.dim
         groups, t = rows // TILE, rows // self.line
         dram, bf16 = ttnn.DRAM_MEMORY_CONFIG, ttnn.bfloat16
         topology = ttnn.Topology.Linear
         mine_ids, place_ids = self._split(rows)
-        grouped_w, sparsity = self._sparsity(x, rows)  # every row's routing: the dispatched rows keep their order
-        ttnn.deallocate(grouped_w)
         mine = ttnn.embedding(mine_ids, x, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, T, dim]
         mine = ttnn.reshape(mine, (1, 1, t, dim))
         indices, weights = self._top_k(mine)
@@ -321,6 +331,11 @@ class MoE:
                                               memory_config=dram, output_concat_dim=2)  # [1, 1, rows, dim]
         for tt in (tokens, ids):
             ttnn.deallocate(tt)
+        # The sparsity of the dispatched rows: per 32-row block and local expert, 1 where a row of the block
+        # selected the expert ([1, 1, groups, E / N] uint16; the scores are tt-metal's constant mask of ones).
+        local_w, sparsity = ttnn.moe_expert_token_remap(self._ones(rows), self.expert_mapping, meta,
+                                                        memory_config=dram, reduction_size=TILE)
+        ttnn.deallocate(local_w)
         xt = ttnn.to_layout(sent, ttnn.TILE_LAYOUT, memory_config=dram)
         ttnn.deallocate(sent)
         out = self._experts(ttnn.reshape(xt, (1, groups, TILE, dim)), sparsity)  # [groups, E / N, 32, dim]
