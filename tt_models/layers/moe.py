@@ -101,12 +101,15 @@ class MoE:
         self.local = args.n_experts // chips  # experts per chip
         grid2d = plan.grid if plan is not None and plan.two_d else None
         # The router stays bf16 in every profile (as tt-metal's MoE routers): its output is computed in fp32. On a
-        # mesh each chip's copy has its own experts' columns first.
+        # mesh each chip's copy has its own experts' columns first; all_to_all instead routes each chip's own rows
+        # with one copy in the experts' order (the dispatched top-k ids are global; its sparsity comes from them).
         orders = [torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)]
-        self.router = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate", orders, grid2d)
-        if self.all_to_all:  # the dispatched top-k indices are global expert ids: a copy in the experts' order
+        self.router = self.router_global = None
+        if self.all_to_all:
             self.router_global = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate.global",
                                                 [torch.arange(args.n_experts)])
+        else:
+            self.router = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate", orders, grid2d)
         experts = None
         if chips > 1:
             experts = Shard(None, chips, None, (0, 1), grid2d) if grid2d else Shard(1, chips)
@@ -117,10 +120,11 @@ class MoE:
         # [1, experts, 1, out], added to the sparse products' per-expert blocks.
         self.router_bias = self.router_bias_global = self.b1 = self.b3 = self.b2 = None
         if args.moe_bias:
-            self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
             if self.all_to_all:
                 self.router_bias_global = weights.router_bias(p + "gate.bias", p + "gate.bias.global",
                                                               [torch.arange(args.n_experts)])
+            else:
+                self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
             self.b1, self.b3, self.b2 = (
                 weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}", experts)
                 for w in ("w1", "w3", "w2"))
