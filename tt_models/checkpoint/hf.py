@@ -16,22 +16,19 @@ MXFP4_PARTS = ("_blocks", "_scales")
 def dequantize_mxfp4(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """`state` with every MXFP4 pair (X_blocks, X_scales) replaced by X in bf16, by transformers' own conversion
     (what `from_pretrained(..., quantization_config=Mxfp4Config(dequantize=True))` loads): exact, since every MXFP4
-    value (a 4-bit code times a power of two) is a bf16 number."""
+    value (a 4-bit code times a power of two) is a bf16 number. In place: each pair is dropped as its bf16 tensor is
+    made, so the packed tensors are freed as the conversion goes rather than held beside all the bf16 ones."""
     from transformers.integrations.mxfp4 import convert_moe_packed_tensors
 
-    out = {}
-    for name, t in state.items():
-        if name.endswith(MXFP4_PARTS[1]) and name[:-len(MXFP4_PARTS[1])] + MXFP4_PARTS[0] in state:
-            continue
-        if name.endswith(MXFP4_PARTS[0]):
-            base = name[:-len(MXFP4_PARTS[0])]
-            scales = state.get(base + MXFP4_PARTS[1])
-            if scales is None:
-                raise ValueError(f"MXFP4 tensor {name} has no {base + MXFP4_PARTS[1]}")
-            out[base] = convert_moe_packed_tensors(t, scales, dtype=torch.bfloat16)
-            continue
-        out[name] = t
-    return out
+    blocks, scales = MXFP4_PARTS
+    for name in [n for n in state if n.endswith(blocks)]:
+        base = name[: -len(blocks)]
+        if base + scales not in state:
+            raise ValueError(f"MXFP4 tensor {name} has no {base + scales}")
+        packed, exponents = state.pop(name), state.pop(base + scales)
+        state[base] = convert_moe_packed_tensors(packed, exponents, dtype=torch.bfloat16)
+        del packed, exponents
+    return state
 
 
 def load_state_dict(model_dir: str | Path) -> dict[str, torch.Tensor]:
