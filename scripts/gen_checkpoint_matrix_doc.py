@@ -39,8 +39,10 @@ NOTES = {
         "below `ROUTER_NEAR_TIE[\"performance\"]` = 0.05) this is an excused near-tie (0.0036); by the greedy rule's\n"
         "relative form (gap below 1e-3 of the top logit) it misses narrowly (1.04e-3). The matrix applies the\n"
         "router rule (`scripts/checkpoint_matrix.py --rejudge` recomputed HF's gap from the recorded cell: 0.0036).\n"
-        "accuracy on P150 (0.9873) is the same kind: only \"decode step 1 user 1\" is low, at an HF router gap of\n"
-        "0.0067 (the other 7 comparisons 0.9936-0.9999)."),
+        "performance on P150 (0.9717) and on 2x4 (0.9652) are the same comparison at the same gap. accuracy on\n"
+        "P150 (0.9873) and on the T3K as 2x4 (0.9877), and bf16 on 2x4 (0.9879), are the same kind: only \"decode\n"
+        "step 1 user 1\" is low, at an HF router gap of 0.0067 (the other 7 comparisons of each at 0.9936 or\n"
+        "above)."),
 }
 
 
