@@ -93,6 +93,9 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
         out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {a.n_experts} experts of {a.moe_hidden_dim} "
                    f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
+    if plan.dim_pad:
+        out.append(f"residual padded {a.dim} -> {a.dim + plan.dim_pad} with zero columns: whole tiles on every chip "
+                   f"(the norms slice the model's {a.dim} off the gathered row)")
     if a.mlp_padded_from:
         out.append(f"MLP size padded {a.mlp_padded_from} -> {a.hidden_dim} with zero units: whole tiles on every chip")
     precisions = {(_dtype(p.wqkv), _dtype(p.wo), _dtype(p.ff1_ff3), _dtype(p.ff2), _dtype(p.kv_cache))

@@ -62,7 +62,7 @@ def test_describe_splits_qwen3_moes_experts_over_a_t3k(capsys):
     assert "cannot run on N150: the model does not fit" in capsys.readouterr().out
 
 
-def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_refuses_a_t3k(capsys):
+def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_a_t3k(capsys):
     # gpt-oss-20b (bf16): 32 experts of 2880 units, 4 per token; 16 experts per chip of an N300. Its KV: 8 KV heads of
     # 64 split over 2 chips (4 per chip), bfloat8_b: 2 x 4 x 64 x 1.0625 = 544 B per token per layer.
     assert main(["gpt-oss-20b", "--device", "N300", "--layers", "2"]) == 0
@@ -70,6 +70,11 @@ def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_refuses_a_t3k(cap
     assert "mixture of experts in 2 of 2 layers: 32 experts of 2880 units, 4 per token; 16 experts per chip" in out
     whole = next(s for s in out.splitlines() if s.strip().startswith("whole context:"))
     assert int(re.search(r"32k (\d[\d,]*) MiB", whole).group(1)) == 2 * 32768 * 544 // (1 << 20)
-    # hidden 2880 is 90 tiles: 8 chips cannot each hold whole tiles of the residual.
-    assert main(["gpt-oss-20b", "--device", "T3K"]) == 1
+    # hidden 2880 is 90 tiles: on 8 chips the residual is padded to 3072 (12 tiles each); as 2x4, whose distributed
+    # norms cannot pad it, it is refused.
+    assert main(["gpt-oss-20b", "--device", "T3K", "--layers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "residual padded 2880 -> 3072 with zero columns" in out and "residual 384 columns" in out
+    assert "4 experts per chip" in out
+    assert main(["gpt-oss-20b", "--device", "T3K", "--mesh-shape", "2x4"]) == 1
     assert "hidden size 2880 does not split into whole tiles" in capsys.readouterr().out

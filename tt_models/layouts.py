@@ -339,8 +339,9 @@ def _matmul_dtypes(precisions: list[Any], weight: str, kernel: str, in0: str = "
 
 def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None = None,
                   attention_users: int | None = None, precisions: list[Any] | None = None,
-                  head_dtype: Any = None) -> ModelLayouts:
+                  head_dtype: Any = None, written_dim: int | None = None) -> ModelLayouts:
     """residual_dim: the residual stream's columns per chip (tensor parallel: dim / N), the whole dim if None.
+    written_dim: the width of WO's and w2's products (a 1xN mesh's padded residual, TPPlan.written_dim), dim if None.
     attention_users: the users whose heads one chip places (2-D meshes split the batch over a row's chips), batch
     if None; the attention output is regathered for all `batch` users before concatenating heads.
     precisions (one per layer) and head_dtype size the decode matmuls' circular buffers; None: bf16 inputs and
@@ -382,12 +383,13 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         return dram_matmul(k, n, in_cores, banks, out_cores, dt[name], budget, cores)
 
     qkv = mm("qkv", dim, qkv_n, rc)
-    wo = mm("wo", args.n_heads * hd, dim, args.n_heads)  # concatenated heads arrive one head per core
+    out_dim = written_dim or dim
+    wo = mm("wo", args.n_heads * hd, out_dim, args.n_heads)  # concatenated heads arrive one head per core
     # The gate*up product feeds w2 in the sharding it comes in, so its cores must split the MLP's hidden tiles
     # evenly: w1/w3 write their output on core_count(hidden tiles) cores, w2 reads it there.
     mlp_cores = core_count(_tiles(args.hidden_dim), cores)
     w1_w3 = mm("w1_w3", dim, args.hidden_dim, rc, mlp_cores)
-    w2 = mm("w2", args.hidden_dim, dim, mlp_cores)
+    w2 = mm("w2", args.hidden_dim, out_dim, mlp_cores)
     splits = lm_head_splits(args.vocab_size, rc)
     lm = [mm("lm_head", dim, n, rc) for n in splits]
     # Head placement on an at-most-8-wide block from (0, 0): on wider grids (Blackhole's 13) 32 users would span two
@@ -416,9 +418,9 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
         device, ttnn.BufferType.L1).num_banks, live))
     weights = {
         "wqkv": dram_sharded_weight(ttnn, dim, qkv_n, banks),
-        "wo": dram_sharded_weight(ttnn, args.n_heads * hd, dim, banks),
+        "wo": dram_sharded_weight(ttnn, args.n_heads * hd, out_dim, banks),
         "w1_w3": dram_sharded_weight(ttnn, dim, args.hidden_dim, banks),
-        "w2": dram_sharded_weight(ttnn, args.hidden_dim, dim, banks),
+        "w2": dram_sharded_weight(ttnn, args.hidden_dim, out_dim, banks),
         **{f"lm_head{i}": dram_sharded_weight(ttnn, dim, n, banks) for i, n in enumerate(splits)},
     }
     norm_in = max(tile_bytes(p.residual) for p in precisions) if precisions else 2048

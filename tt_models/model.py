@@ -61,7 +61,8 @@ class Transformer:
         head_dtype = dtype_of(profile.precision("LM_HEAD"))
         self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
                                                    residual_dim=self.plan.dim, attention_users=self.attention_users,
-                                                   precisions=self.precisions, head_dtype=head_dtype)
+                                                   precisions=self.precisions, head_dtype=head_dtype,
+                                                   written_dim=self.plan.written_dim)
         # Tensor parallel: each chip looks up its columns of the table (tt_transformers shards it by hidden dim).
         self.tok_embeddings = weights.embedding("tok_embeddings.weight", shard=residual_columns(self.plan, 3))
         self.layers = [DecoderLayer(args, weights, i, self.precisions[i], self.layouts, self.plan, expert_dispatch)

@@ -24,6 +24,15 @@ and their output stays fractured. Decode attention runs the row's heads for a sh
 the row (chip (r, c): users [c * U, (c + 1) * U), U = batch / C; its positions, page-table rows and rotary indices
 split the same way), the outputs gathered back along the row before WO, as tt_transformers splits the batch on a
 Galaxy; prefill fills a user's KV on every chip of its row.
+
+A 1xN residual whose columns do not split into whole tiles per chip (gpt-oss's 2880 = 90 tiles over 8 chips) is
+padded with zero columns at its end, up to whole tiles per chip (3072: 12 each), as tt-metal's gpt_oss pads its
+o_proj output for the CCLs: the embedding table and every product written into the residual (WO, w2, the experts'
+down projection, their biases) get zero columns there, so those columns stay zero in every layer; the norm gathers
+the padded residual and slices the real columns off before rms_norm, so the mean of squares is over the model's own
+width and QKV, w1/w3, the router and the LM head multiply the unpadded activation with unpadded weights. The
+distributed norms (stats gathered, not the activation) would average over the padded width, so the plans that use
+them (2-D meshes, prefill of dims above 4096, Gemma's output norms) still refuse such a width.
 """
 
 from __future__ import annotations
@@ -55,6 +64,9 @@ class TPPlan:
     dim: int  # residual-stream columns per chip (the fractured residual; the whole dim on one chip)
     cluster_axis: int = 1  # the mesh axis the residual's columns are split along (1: a row)
     grid: tuple[int, int] | None = None  # 2-D TP: (R, C) chips, heads over the R rows, the residual over the C columns
+    # Zero columns appended to the residual stream so that each chip's share is whole tiles (1xN only; see the
+    # module's docstring): dim * devices == the model's width + dim_pad.
+    dim_pad: int = 0
 
     @property
     def two_d(self) -> bool:
@@ -75,6 +87,13 @@ class TPPlan:
         if self.two_d:
             return True  # tt_transformers' is_distributed_norm on any 2-D mesh: the activation is never gathered
         return self.devices > 1 and mode == "prefill" and self.dim * self.devices > DISTRIBUTED_NORM_ABOVE_DIM
+
+    @property
+    def written_dim(self) -> int:
+        """The width of a product written into the residual before it is split over the chips (WO, w2, the experts'
+        down projection: partial sums reduce-scattered onto it): the padded width on a 1xN mesh, a chip's columns on
+        a 2-D one, the model's width on one chip."""
+        return self.dim if self.two_d else self.dim * self.devices
 
     @property
     def tag(self) -> str:
@@ -161,17 +180,30 @@ def pad_mlp(args: ModelArgs, mesh_shape: tuple[int, int]) -> ModelArgs:
     return replace(args, hidden_dim=padded, mlp_padded_from=args.mlp_padded_from or args.hidden_dim)
 
 
-def _check_splits(args: ModelArgs, heads: int, columns: int, where: str) -> None:
+def _check_splits(args: ModelArgs, heads: int, columns: int, where: str, pad_residual: bool = False) -> int:
     """Whole tiles per chip: the MLP's hidden units (pad_mlp pads them) and the vocabulary over `heads` groups, the
-    residual's columns over `columns` chips."""
+    residual's columns over `columns` chips. Returns the zero columns the residual takes to split into whole tiles
+    (pad_residual: where the plan allows it; else such a width is refused)."""
     if args.hidden_dim % (heads * TILE):
         raise UnsupportedModelError(f"tensor parallel {where}: MLP size {args.hidden_dim} does not split into whole "
                                     f"tiles ({TILE} columns) per chip (pad it with tt_models.parallel.pad_mlp)")
-    if args.dim % (columns * TILE):
-        raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
-                                    f"({TILE} columns) per chip (the residual stream is split by columns)")
     if args.vocab_size % heads:
         raise UnsupportedModelError(f"tensor parallel {where}: vocabulary {args.vocab_size} does not split evenly")
+    unit = columns * TILE
+    if args.dim % unit == 0:
+        return 0
+    why = "the residual stream is split by columns"
+    if pad_residual and args.dim % TILE == 0:
+        if args.dim > DISTRIBUTED_NORM_ABOVE_DIM:
+            why += f"; above {DISTRIBUTED_NORM_ABOVE_DIM} the prefill norm is distributed, which cannot pad it"
+        elif args.sandwich_norms:
+            why += "; the attention / MLP output norms are distributed, which cannot pad it"
+        else:
+            return -(-args.dim // unit) * unit - args.dim
+    elif columns > 1 and args.dim % TILE == 0:
+        why += "; a 2-D mesh's distributed norms cannot pad it"
+    raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
+                                f"({TILE} columns) per chip ({why})")
 
 
 def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:
@@ -190,8 +222,8 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
         return single_device_plan(args)
     where = f"over {n} chips ({(rows, cols)} mesh)"
     q, kv = _split_heads(args, n, where)
-    _check_splits(args, n, n, where)
-    return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, args.dim // n, axis)
+    pad = _check_splits(args, n, n, where, pad_residual=True)
+    return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, (args.dim + pad) // n, axis, dim_pad=pad)
 
 
 # --- does the model fit: weight bytes per chip, before any is placed ---
@@ -211,6 +243,7 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
 
     local = plan.local_args(args)
     hd, dim = args.head_dim, local.dim  # 2-D: the matmuls' side along the residual is this chip's dim / C
+    out = plan.written_dim  # WO's, w2's and the experts' down projection's output (a padded residual's width)
 
     def tiles(k: int, n: int) -> int:
         return -(-k // TILE) * -(-n // TILE)
@@ -218,14 +251,15 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
     total = 0
     for i, p in enumerate(precisions):
         qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
-        total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, dim) * tile_bytes(p.wo)
+        total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, out) * tile_bytes(p.wo)
         if args.is_moe(i):  # this chip's experts and the whole router (tt_models/layers/moe.py)
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
-            total += experts * tiles(args.dim, hid) * (2 * tile_bytes(p.ff1_ff3) + tile_bytes(p.ff2))
+            down = args.dim if plan.two_d else out
+            total += experts * (2 * tiles(args.dim, hid) * tile_bytes(p.ff1_ff3) + tiles(hid, down) * tile_bytes(p.ff2))
             total += tiles(args.dim, args.n_experts) * 2048  # bf16 tiles
             continue
         total += 2 * tiles(dim, local.hidden_dim) * tile_bytes(p.ff1_ff3)
-        total += tiles(local.hidden_dim, dim) * tile_bytes(p.ff2)
+        total += tiles(local.hidden_dim, out) * tile_bytes(p.ff2)
     total += tiles(dim, local.vocab_size) * tile_bytes(head_dtype)
     total += args.vocab_size * plan.dim * 2
     return total
@@ -239,7 +273,8 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
       [k, n / banks] strip, n padded to whole tiles per bank (tt_models.layouts.dram_sharded_weight);
     - the embedding table's rows (this chip's columns, bf16) interleaved: ceil(vocab / banks) rows per bank;
     - norm weights as row-major sticks of 32 (fp32 for Gemma's 1 + w), their prefill TILE rows where the whole-row
-      norm does not fit L1, and this chip's columns where a norm is distributed; QKV biases as a TILE row.
+      norm does not fit L1, and this chip's columns where a norm is distributed; QKV biases as a TILE row;
+    - GPT-OSS's o_proj bias (this chip's residual columns), router and expert biases and attention sinks, bf16 tiles.
     The per-bank padding is what the whole-tile count misses: Gemma-3-12B in bf16 on an N300 needs 1,068,743,168 B
     of each bank (4.4 MB more than its tiles), against the 1,068,523,456 B a bank has (the real ttnn 0.81.1 runs
     out of DRAM 219,712 B short placing it). Equal, to the byte, to what the simulator's allocator places (tested)."""
@@ -285,16 +320,21 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
 
     total = 0
     qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
+    out = plan.written_dim  # WO's, w2's and the experts' down projection's output (a padded residual's width)
     for i, p in enumerate(precisions):
-        total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, dim, p.wo)
+        total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, out, p.wo)
         if args.is_moe(i):  # this chip's experts [1, E / N, k, n] and the router [dim, E] (bf16), interleaved
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
             per_expert = _tiles(args.dim) * _tiles(hid)
             total += 2 * interleaved(experts * per_expert, tile_bytes(p.ff1_ff3))
-            total += interleaved(experts * per_expert, tile_bytes(p.ff2))
+            total += interleaved(experts * _tiles(hid) * _tiles(args.dim if plan.two_d else out), tile_bytes(p.ff2))
             total += interleaved(_tiles(args.dim) * _tiles(args.n_experts), 2048)
+            if args.moe_bias:  # GPT-OSS: the router's bias [1, 1, 1, E] and the experts' [1, E / N, 1, out], bf16
+                total += tile_row(args.n_experts, 2048)
+                total += 2 * interleaved(experts * _tiles(hid), 2048)
+                total += interleaved(experts * _tiles(args.dim if plan.two_d else out), 2048)
         else:
-            total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, dim, p.ff2)
+            total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, out, p.ff2)
         total += 2 * residual_norm()
         if args.sandwich_norms:
             total += 2 * residual_norm(keep_columns=True)
@@ -302,6 +342,10 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             total += 2 * rows(hd // TILE, TILE * norm_bytes)
         if args.qkv_bias:
             total += tile_row(qkv, 2048)
+        if args.o_bias:  # this chip's columns of the residual
+            total += tile_row(plan.dim, 2048)
+        if args.attention_sinks:  # prefill's [1, heads, 1, 1] (a tile per head) and decode's [heads, 32]
+            total += interleaved(local.n_heads, 2048) + interleaved(_tiles(local.n_heads), 2048)
     rx, ry = residual_cores(-(-dim // TILE), grid)
     total += sum(strip(dim, n, head_dtype) for n in lm_head_splits(local.vocab_size, rx * ry))
     total += rows(args.vocab_size, plan.dim * 2)
@@ -344,13 +388,15 @@ class Shard:
     group's share is one contiguous block), then split along dims of the TT layout [1, 1, in, out] (3: output
     columns, column-parallel; 2: input rows, row-parallel). 1-D: `dim` into `devices` blocks (ttnn.ShardTensorToMesh).
     2-D: `mesh_dims` = the tensor dims split over mesh axis 0 (rows) and axis 1 (columns), None replicating along
-    that axis (ttnn.ShardTensor2dMesh over `mesh_shape`)."""
+    that axis (ttnn.ShardTensor2dMesh over `mesh_shape`). `pad`: zero columns appended to TT dim 3 (the residual's
+    columns, TPPlan.dim_pad) before any split, for the weights that write or hold the padded residual."""
 
     dim: int | None
     devices: int
     rows: torch.Tensor | None = None
     mesh_dims: tuple[int | None, int | None] | None = None
     mesh_shape: tuple[int, int] | None = None
+    pad: int = 0
 
     def parts(self, tensor_dim: int) -> int:
         """Into how many blocks tensor dim `tensor_dim` of the TT layout is split."""
@@ -374,7 +420,7 @@ def row_parallel(plan: TPPlan) -> Shard | None:
     """Input rows split over the chips (2-D: over the rows, the output over the columns)."""
     if plan.two_d:
         return _two_way(plan, 2, 3)
-    return Shard(2, plan.devices) if plan.devices > 1 else None
+    return Shard(2, plan.devices, pad=plan.dim_pad) if plan.devices > 1 else None
 
 
 def output_columns(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | None:
@@ -399,4 +445,17 @@ def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
     replicated down the rows). None on one chip."""
     if plan.two_d:
         return _two_way(plan, None, dim)
-    return Shard(dim, plan.devices) if plan.devices > 1 else None
+    if dim != 3 and plan.dim_pad:
+        raise ValueError("the padded residual's columns are TT dim 3")
+    return Shard(dim, plan.devices, pad=plan.dim_pad) if plan.devices > 1 else None
+
+
+def experts_split(plan: TPPlan, written: bool = False) -> Shard | None:
+    """Expert parallel: each chip its block of the experts' stacked weights [1, E, in, out] (2-D: chip (r, c) the
+    (r * C + c)-th block); `written`: a down projection (or its bias), whose output columns are the padded residual's.
+    None on one chip."""
+    if plan.devices == 1:
+        return None
+    if plan.two_d:
+        return Shard(None, plan.devices, None, (0, 1), plan.grid)
+    return Shard(1, plan.devices, pad=plan.dim_pad if written else 0)

@@ -16,6 +16,13 @@ from tt_models.backend import ttnn
 from tt_models.parallel import Shard
 
 
+def _padded(t: torch.Tensor, shard: Shard | None) -> torch.Tensor:
+    """t with the shard's zero columns appended to its last dim (TT dim 3: the padded residual's columns)."""
+    if shard is None or not shard.pad:
+        return t
+    return torch.nn.functional.pad(t, (0, shard.pad))
+
+
 def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
     """A cache folder that changes whenever a source weight file changes (name, size or mtime)."""
     from tt_models.checkpoint.gguf import cache_root
@@ -50,7 +57,8 @@ class WeightStore:
             return (ttnn.ShardTensor2dMesh(self.device, dims=shard.mesh_dims, mesh_shape=shard.mesh_shape),
                     f"-tp{shard.mesh_shape[0]}x{shard.mesh_shape[1]}d{d0}{d1}")
         if shard is not None:
-            return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}"
+            pad = f"p{shard.pad}" if shard.pad else ""
+            return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}{pad}"
         return ttnn.ReplicateTensorToMesh(self.device), f"-rep{n}"
 
     def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None,
@@ -89,7 +97,7 @@ class WeightStore:
                     w = w.reshape(-1, w.shape[-1])
                 else:
                     w = w[columns[0] : columns[1]]
-            return w.t().contiguous()[None, None]
+            return _padded(w.t(), shard).contiguous()[None, None]
 
         return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, memory_config, shard)
 
@@ -98,7 +106,7 @@ class WeightStore:
         sparse_matmul multiplies each expert's tokens with); `shard`: each chip its own block of experts (1-D: on
         dim 1; 2-D, mesh_dims (0, 1): chip (r, c) the (r * C + c)-th block, the stack laid as [R, E / R, in, out])."""
         def make() -> torch.Tensor:
-            w = torch.stack([self.sd[n].t() for n in names])
+            w = _padded(torch.stack([self.sd[n].t() for n in names]), shard)
             if shard is not None and shard.mesh_dims is not None:
                 return w.reshape(shard.mesh_shape[0], -1, *w.shape[1:]).contiguous()
             return w[None].contiguous()
@@ -126,7 +134,8 @@ class WeightStore:
     def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         def make() -> torch.Tensor:
             b = torch.cat([self.sd[n] for n in names])
-            return (b[shard.rows] if shard is not None and shard.rows is not None else b)[None, None, None]
+            b = b[shard.rows] if shard is not None and shard.rows is not None else b
+            return _padded(b, shard)[None, None, None]
 
         return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
@@ -134,7 +143,7 @@ class WeightStore:
         """One bias [out] per expert, stacked as [1, experts, 1, out] tiles: added to sparse_matmul's per-expert
         output blocks [groups, experts, 32, out] (broadcast over groups and rows); `shard` as for `experts`."""
         def make() -> torch.Tensor:
-            b = torch.stack([self.sd[n] for n in names])[:, None]
+            b = _padded(torch.stack([self.sd[n] for n in names])[:, None], shard)
             if shard is not None and shard.mesh_dims is not None:
                 return b.reshape(shard.mesh_shape[0], -1, *b.shape[1:]).contiguous()
             return b[None].contiguous()
@@ -184,8 +193,8 @@ class WeightStore:
 
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         """The table [1, 1, vocab, dim] in row-major rows; `shard` (on dim 3): each chip its residual columns."""
-        return self._as_tensor(name, lambda: self.sd[name][None, None], ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT,
-                               shard=shard)
+        return self._as_tensor(name, lambda: _padded(self.sd[name], shard)[None, None], ttnn.bfloat16,
+                               ttnn.ROW_MAJOR_LAYOUT, shard=shard)
 
 
 class ShapeOnlyWeights(WeightStore):
@@ -207,7 +216,7 @@ class ShapeOnlyWeights(WeightStore):
     def _out(names_out: int, shard: Shard | None) -> int:
         if shard is None:
             return names_out
-        return (len(shard.rows) if shard.rows is not None else names_out) // shard.parts(3)
+        return ((len(shard.rows) if shard.rows is not None else names_out) + shard.pad) // shard.parts(3)
 
     def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
                columns: tuple[int, int] | None = None, shard: Shard | None = None) -> Any:
@@ -217,8 +226,8 @@ class ShapeOnlyWeights(WeightStore):
 
     def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
         out, k = self.shapes[names[0]]
-        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), k, out), dtype,
-                           ttnn.TILE_LAYOUT)
+        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), k,
+                            out + (shard.pad if shard is not None else 0)), dtype, ttnn.TILE_LAYOUT)
 
     def router(self, name: str, dtype: Any, cache_name: str, orders: list[torch.Tensor],
                grid: tuple[int, int] | None = None) -> Any:
@@ -230,8 +239,9 @@ class ShapeOnlyWeights(WeightStore):
         return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def expert_bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
-        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), 1, self.shapes[names[0]][0]),
-                           ttnn.bfloat16, ttnn.TILE_LAYOUT)
+        return self._empty((1, len(names) // (shard.devices if shard is not None else 1), 1,
+                            self.shapes[names[0]][0] + (shard.pad if shard is not None else 0)), ttnn.bfloat16,
+                           ttnn.TILE_LAYOUT)
 
     def router_bias(self, name: str, cache_name: str, orders: list[torch.Tensor],
                     grid: tuple[int, int] | None = None) -> Any:
@@ -251,7 +261,8 @@ class ShapeOnlyWeights(WeightStore):
     def embedding(self, name: str, shard: Shard | None = None) -> Any:
         vocab, dim = self.shapes[name]
         n = shard.parts(3) if shard is not None else 1
-        return self._empty((1, 1, vocab, dim // n), ttnn.bfloat16, ttnn.ROW_MAJOR_LAYOUT)
+        return self._empty((1, 1, vocab, (dim + (shard.pad if shard is not None else 0)) // n), ttnn.bfloat16,
+                           ttnn.ROW_MAJOR_LAYOUT)
 
 
 def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:

@@ -149,6 +149,9 @@ def test_gemma3_27b_vocabulary_gather_on_t3k(target, old, monkeypatch):
     (("T3K", (2, 4)), "Qwen2.5-0.5B-Instruct", "bf16"),
     (("N300", (1, 2)), "Qwen3-30B-A3B", "performance_bfp4"),  # MoE: each chip its 64 of the 128 experts
     (("T3K", (2, 4)), "Mixtral-8x7B-v0.1", "performance"),  # one expert per chip, over both mesh axes
+    # 2880 = 90 tiles: the residual padded to 3072 (WO, the experts' down projection and their biases 3072 wide);
+    # biases on o_proj, the router and the experts, and the sinks
+    (("T3K", (1, 8)), "gpt-oss-20b", "bf16"),
 ], indirect=["target"])
 def test_weight_estimate_is_what_the_allocator_places(target, name, profile, monkeypatch):
     """weight_bank_bytes against the DRAM every bank holds once the weights are placed (the RoPE tables, built

@@ -25,6 +25,7 @@ from tests.models.tiny import (
     hf_config,
     hf_last_logits,
     load_hf,
+    make_padded_model,
     make_tiny_model,
     make_wide_model,
 )
@@ -473,6 +474,45 @@ def test_splits_that_do_not_divide_are_refused():
     for args, shape, message in cases:
         with pytest.raises(UnsupportedModelError, match=message):
             plan_tensor_parallel(args, shape)
+
+
+def test_a_residual_that_does_not_split_into_tiles_is_padded_or_refused():
+    """gpt-oss's hidden 2880 is 90 tiles: a 1x8 mesh pads the residual to 3072 (12 tiles a chip, 192 zero columns at
+    the end); a 1x2 mesh needs none (45 tiles each). Where the norms are distributed (a 2-D mesh; prefill above
+    4096; Gemma's output norms) the pad would change their mean of squares: refused, saying why."""
+    plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 8))
+    assert (plan.dim, plan.dim_pad, plan.written_dim) == (384, 192, 3072)
+    plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 2))
+    assert (plan.dim, plan.dim_pad, plan.written_dim) == (1440, 0, 2880)
+    assert plan_tensor_parallel(replace(_args(), dim=896), (1, 8)).dim_pad == 128  # Qwen2.5-0.5B: 28 tiles
+    cases = [
+        (replace(_args(), dim=2880), (2, 4), r"hidden size 2880 .* a 2-D mesh's distributed norms cannot pad it"),
+        (replace(_args(), dim=4480), (1, 8), r"hidden size 4480 .* above 4096 the prefill norm is distributed"),
+        (replace(_args(), dim=1152, sandwich_norms=True), (1, 8), r"hidden size 1152 .* output norms"),
+        (replace(_args(), dim=2890), (1, 2), r"hidden size 2890 does not split into whole tiles \(32 columns\) per "
+                                             r"chip \(the residual stream is split by columns\)$"),
+    ]
+    for args, shape, message in cases:
+        with pytest.raises(UnsupportedModelError, match=message):
+            plan_tensor_parallel(args, shape)
+
+
+@pytest.mark.parametrize(("family", "shape"), [("llama_gqa", (1, 8)), ("gpt_oss", (1, 8)), ("qwen3_moe", (1, 2))])
+def test_a_padded_residual_matches_hf(family, shape, tiny_root):
+    """Hidden 480 (15 tiles) over 8 or 2 chips: the residual padded to 512 with zero columns (the embedding table, WO,
+    w2 and the experts' down projection with their biases write them as zeros; the norms slice them off the gathered
+    row). Greedy tokens equal HF's (reference, traced decode of two prompts together), performance PCC >= 0.99, as
+    on any mesh; gpt-oss-20b's split on a T3K in miniature (o_proj and expert biases, sinks, EP)."""
+    path = make_padded_model(family, tiny_root)
+    hf = load_hf(path)
+    chips = shape[0] * shape[1]
+
+    def split(a, plan, kv) -> None:
+        assert a.dim == 480 and plan.devices == chips
+        assert plan.dim_pad == 32 and plan.dim * chips == 512
+
+    with open_mesh(shape) as mesh:
+        check_reference_and_performance(path, hf, mesh, f"{family} padded {shape}", split)
 
 
 def test_four_head_model_on_eight_chips_is_refused_at_load(tiny_root):

@@ -173,6 +173,26 @@ def make_wide_model(family: str, root: Path) -> Path:
         del table[f"{family}_wide"]
 
 
+def make_padded_model(family: str, root: Path) -> Path:
+    """The family's wide tiny model (make_wide_model) with hidden size 480: 15 tiles, which split into whole tiles
+    over neither 2 nor 8 chips (as gpt-oss's 2880, 90 tiles, over 8), so a 1xN mesh pads its residual (to 512: 8 or 2
+    tiles per chip, the last chip's share half zero columns)."""
+    table = FAMILIES if family in FAMILIES else MOE_FAMILIES
+    cls, base = table[family]
+    kw = dict(base, hidden_size=480, intermediate_size=512, num_attention_heads=8)
+    if "num_local_experts" in base:
+        kw["intermediate_size"] = base["intermediate_size"]
+    if base["num_key_value_heads"] == base["num_attention_heads"]:
+        kw["num_key_value_heads"] = 8
+    if "head_dim" not in base:
+        kw["head_dim"] = 64  # 480 / 8 heads is 60: keep the tiny models' head size
+    table[f"{family}_padded"] = (cls, kw)
+    try:
+        return make_tiny_model(f"{family}_padded", root)
+    finally:
+        del table[f"{family}_padded"]
+
+
 def load_hf(path: Path) -> torch.nn.Module:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     with torch.no_grad():

@@ -171,7 +171,9 @@ class Attention:
         for t in {id(t): t for t in (q, k, v, *cached)}.values():
             ttnn.deallocate(t)
         out = ttnn.experimental.nlp_concat_heads(attn, memory_config=ttnn.DRAM_MEMORY_CONFIG)
-        mm = lay.prefill_matmul(seq, a.n_heads * hd, a.dim, out, self.wo, self.prec.residual, k_ops["LI_O_PREFILL"])
+        # WO's output is the residual's width as reduce-scattered (padded: TPPlan.dim_pad): the weight's columns.
+        mm = lay.prefill_matmul(seq, a.n_heads * hd, self.wo.shape[-1], out, self.wo, self.prec.residual,
+                                k_ops["LI_O_PREFILL"])
         out = prefill_linear(out, self.wo, mm, dtype=self.prec.residual, memory_config=ttnn.DRAM_MEMORY_CONFIG,
                              compute_kernel_config=k_ops["LI_O_PREFILL"])
         dram = ttnn.DRAM_MEMORY_CONFIG

@@ -38,7 +38,7 @@ import torch
 from tt_models.backend import ttnn
 from tt_models.layers.collectives import gather_columns, reduce_experts
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.parallel import Shard, TPPlan
+from tt_models.parallel import TPPlan, experts_split
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore, expert_names
 
@@ -92,6 +92,10 @@ class MoE:
         # line: all N of a 1 x N mesh, the C of an R x C mesh's row).
         self.all_to_all = expert_dispatch == "all_to_all" and chips > 1
         self.line = (plan.grid[1] if plan.two_d else chips) if self.all_to_all else 1
+        if self.all_to_all and plan.dim_pad:
+            raise UnsupportedModelError(f"expert_dispatch 'all_to_all': hidden size {args.dim} is padded to split "
+                                        f"over {chips} chips, which the dispatched rows' layout does not take; use "
+                                        f"'reduce'")
         if self.all_to_all and TILE % self.line:
             raise UnsupportedModelError(f"expert_dispatch 'all_to_all': {self.line} chips do not split 32-row tiles "
                                         f"of tokens evenly")
@@ -110,12 +114,14 @@ class MoE:
                                                 [torch.arange(args.n_experts)])
         else:
             self.router = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate", orders, grid2d)
-        experts = None
-        if chips > 1:
-            experts = Shard(None, chips, None, (0, 1), grid2d) if grid2d else Shard(1, chips)
+        experts = experts_split(plan) if plan is not None else None
+        # The down projection writes the residual: on a 1xN mesh with a padded residual (TPPlan.dim_pad), its
+        # output has the zero columns too, so the reduce-scatter gives each chip whole tiles.
+        down = experts_split(plan, written=True) if plan is not None else None
+        self.out_dim = plan.written_dim if plan is not None and not plan.two_d else self.dim
         self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1", experts)
         self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3", experts)
-        self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", experts)
+        self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", down)
         # GPT-OSS: the router's bias (in each chip's column order, as its weight) and each expert's biases,
         # [1, experts, 1, out], added to the sparse products' per-expert blocks.
         self.router_bias = self.router_bias_global = self.b1 = self.b3 = self.b2 = None
@@ -126,14 +132,15 @@ class MoE:
             else:
                 self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
             self.b1, self.b3, self.b2 = (
-                weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}", experts)
+                weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}",
+                                    down if w == "w2" else experts)
                 for w in ("w1", "w3", "w2"))
         self.swiglu_clamp = args.swiglu_clamp
         grid = device.compute_with_storage_grid_size()
         grid = (grid.x, grid.y)
         acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
         self.up_program = sparse_program(ttnn, self.dim, self.hidden, grid, acc["LI_FF1_FF3"])
-        self.down_program = sparse_program(ttnn, self.hidden, self.dim, grid, acc["LI_FF2"])
+        self.down_program = sparse_program(ttnn, self.hidden, self.out_dim, grid, acc["LI_FF2"])
         self.router_kernel = ttnn.WormholeComputeKernelConfig(
             math_fidelity=ttnn.MathFidelity.HiFi4, math_approx_mode=False, fp32_dest_acc_en=True,
             packer_l1_acc=True)
@@ -244,7 +251,7 @@ class MoE:
         ttnn.deallocate(scale)
         summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
         ttnn.deallocate(weighted)
-        out = ttnn.reshape(summed, (1, 1, rows, dim))
+        out = ttnn.reshape(summed, (1, 1, rows, self.out_dim))
         return out if self.plan is None else reduce_experts(out, self.plan, memory_config)
 
     def _split(self, rows: int) -> tuple[Any, Any]:

@@ -14,6 +14,10 @@ the column-parallel QKV / w1,w3 and the LM head multiply.
   Decode runs it on interleaved L1 (the simulator has no sharded LayerNorm program for these ops) and puts the
   result back on the residual's width sharding.
 
+A padded residual (TPPlan.dim_pad: zero columns at its end, so that each chip holds whole tiles) is gathered whole
+and the model's own columns sliced off before the norm (decode: through interleaved L1, then placed on the normed
+width sharding), so the norm averages over the model's width and its output is the unpadded row.
+
 Gemma's norms of the attention / MLP outputs (`columns`) keep the residual's split: under tensor parallel their input
 is a chip's columns of the reduce-scattered sum, normed by the distributed rms_norm (the stats gathered, never the
 activation) and left as those columns for the residual add.
@@ -52,7 +56,7 @@ class ResidualNorm:
             return ttnn.rms_norm(x, epsilon=self.eps, weight=self.prefill_weight, compute_kernel_config=self.kernel)
         if self.plan.distributed_norm("prefill"):
             return self._distributed(x, ttnn.DRAM_MEMORY_CONFIG)
-        whole = gather_columns(x, self.plan, ttnn.DRAM_MEMORY_CONFIG)
+        whole = self._real_columns(gather_columns(x, self.plan, ttnn.DRAM_MEMORY_CONFIG), ttnn.DRAM_MEMORY_CONFIG)
         out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.prefill_weight, compute_kernel_config=self.kernel)
         ttnn.deallocate(whole)
         return out
@@ -70,11 +74,28 @@ class ResidualNorm:
             out = ttnn.interleaved_to_sharded(normed, d.normed)
             ttnn.deallocate(normed)
             return out
-        whole = gather_columns(x, self.plan, d.normed)
+        if self.plan.dim_pad:
+            flat = ttnn.sharded_to_interleaved(x, ttnn.L1_MEMORY_CONFIG)
+            real = self._real_columns(gather_columns(flat, self.plan, ttnn.L1_MEMORY_CONFIG), ttnn.L1_MEMORY_CONFIG)
+            ttnn.deallocate(flat)
+            whole = ttnn.interleaved_to_sharded(real, d.normed)
+            ttnn.deallocate(real)
+        else:
+            whole = gather_columns(x, self.plan, d.normed)
         out = ttnn.rms_norm(whole, epsilon=self.eps, weight=self.weight, program_config=d.norm,
                             memory_config=d.normed, compute_kernel_config=kernel)
         ttnn.deallocate(whole)
         return out
+
+    def _real_columns(self, whole: Any, memory_config: Any) -> Any:
+        """The gathered residual [1, 1, rows, dim + pad] -> its first dim columns (the model's; the padding's zero
+        columns are last), in memory_config. Without padding the input itself."""
+        if not self.plan.dim_pad:
+            return whole
+        rows, width = whole.shape[-2], whole.shape[-1] - self.plan.dim_pad
+        real = ttnn.slice(whole, [0, 0, 0, 0], [1, 1, rows, width], memory_config=memory_config)
+        ttnn.deallocate(whole)
+        return real
 
     def columns(self, x: Any, memory_config: Any) -> Any:
         """x interleaved [1, 1, S, dim / N] (a chip's columns; one chip: the whole row) -> the normed columns,
