@@ -3,8 +3,9 @@
     .venv/bin/python tt_checks/tt_metal_unit/fetch.py            # download what is missing, verify everything
     .venv/bin/python tt_checks/tt_metal_unit/fetch.py --verify   # only check the files already there
 
-Files come byte-for-byte from raw.githubusercontent.com at the commit the manifest records and are checked against
-its length (characters) and sha256; nothing is edited. ``source: wheel:<path>`` entries are copied from the real
+Files come byte-for-byte from raw.githubusercontent.com at the commit the manifest records (from the manifest's
+``repo``, or from the entry's own ``repo:`` where a fork holds the pinnable copy) and are checked against its length
+(characters) and sha256; nothing is edited. ``source: wheel:<path>`` entries are copied from the real
 ttnn 0.81.1 wheel in .venv-ttnn (tt-metal keeps those paths as symlinks into ttnn/). Needs network access to GitHub,
 so CI does not run it. (The copies measured in benchmarks/data/tt_metal_unit_tests.json were read through a stored
 index of the repository at the same commits; the sha256 values are of those copies.)
@@ -37,12 +38,13 @@ def _check(entry: dict, target: Path) -> str | None:
 
 
 def _fetch(repo: str, entry: dict, target: Path) -> None:
+    """``repo`` is the manifest's default; an entry's own ``repo:`` (a fork holding a pinnable copy) overrides it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     source = entry.get("source", "")
     if source.startswith("wheel:"):
         shutil.copyfile(WHEEL / source.removeprefix("wheel:"), target)
         return
-    url = f"https://raw.githubusercontent.com/{repo}/{entry['commit']}/{entry['path']}"
+    url = f"https://raw.githubusercontent.com/{entry.get('repo', repo)}/{entry['commit']}/{entry['path']}"
     with urllib.request.urlopen(url, timeout=60) as response:
         target.write_bytes(response.read())
 
