@@ -95,7 +95,8 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
     if plan.dim_pad:
         out.append(f"residual padded {a.dim} -> {a.dim + plan.dim_pad} with zero columns: whole tiles on every chip "
-                   f"(the norms slice the model's {a.dim} off the gathered row)")
+                   f"(the norms average over the model's {a.dim}: sliced off a gathered row, or epsilon and gamma "
+                   f"scaled where the norm is distributed)")
     if a.mlp_padded_from:
         out.append(f"MLP size padded {a.mlp_padded_from} -> {a.hidden_dim} with zero units: whole tiles on every chip")
     precisions = {(_dtype(p.wqkv), _dtype(p.wo), _dtype(p.ff1_ff3), _dtype(p.ff2), _dtype(p.kv_cache))

@@ -25,14 +25,15 @@ the row (chip (r, c): users [c * U, (c + 1) * U), U = batch / C; its positions, 
 split the same way), the outputs gathered back along the row before WO, as tt_transformers splits the batch on a
 Galaxy; prefill fills a user's KV on every chip of its row.
 
-A 1xN residual whose columns do not split into whole tiles per chip (gpt-oss's 2880 = 90 tiles over 8 chips) is
-padded with zero columns at its end, up to whole tiles per chip (3072: 12 each), as tt-metal's gpt_oss pads its
-o_proj output for the CCLs: the embedding table and every product written into the residual (WO, w2, the experts'
-down projection, their biases) get zero columns there, so those columns stay zero in every layer; the norm gathers
-the padded residual and slices the real columns off before rms_norm, so the mean of squares is over the model's own
-width and QKV, w1/w3, the router and the LM head multiply the unpadded activation with unpadded weights. The
-distributed norms (stats gathered, not the activation) would average over the padded width, so the plans that use
-them (2-D meshes, prefill of dims above 4096, Gemma's output norms) still refuse such a width.
+A residual whose columns do not split into whole tiles per chip (gpt-oss's 2880 = 90 tiles over 8 chips, or over
+a 2-D mesh's 4 columns) is padded with zero columns at its end, up to whole tiles per chip (3072: 12 tiles each on
+a 1x8 T3K, 24 on each of a Galaxy row's 4), as tt-metal's gpt_oss pads its o_proj output for the CCLs. The embedding
+table and every product written into the residual (WO, w2, the experts' down projection, their biases) get zero
+columns there, and every weight that reads a chip's columns of it (2-D: QKV, w1/w3, the LM head) zero rows, so
+those columns stay zero in every layer and add nothing. The norms keep the model's mean of squares: the gathered
+norm slices the model's columns off the gathered row; the distributed norm (whose device op divides the summed
+squares by the padded width) takes epsilon and gamma scaled by dim / padded width and its square root (gamma in
+fp32), which is the same function: x * rsqrt(S / P + eps * D / P) * g * sqrt(D / P) = x * rsqrt(S / D + eps) * g.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class TPPlan:
     dim: int  # residual-stream columns per chip (the fractured residual; the whole dim on one chip)
     cluster_axis: int = 1  # the mesh axis the residual's columns are split along (1: a row)
     grid: tuple[int, int] | None = None  # 2-D TP: (R, C) chips, heads over the R rows, the residual over the C columns
-    # Zero columns appended to the residual stream so that each chip's share is whole tiles (1xN only; see the
-    # module's docstring): dim * devices == the model's width + dim_pad.
+    # Zero columns appended to the residual stream so that each chip's share is whole tiles (see the module's
+    # docstring): dim times the chips it is split over == the model's width + dim_pad.
     dim_pad: int = 0
 
     @property
@@ -87,6 +88,16 @@ class TPPlan:
         if self.two_d:
             return True  # tt_transformers' is_distributed_norm on any 2-D mesh: the activation is never gathered
         return self.devices > 1 and mode == "prefill" and self.dim * self.devices > DISTRIBUTED_NORM_ABOVE_DIM
+
+    @property
+    def padded_width(self) -> int:
+        """The residual stream's whole width with its zero columns (the model's own width when none)."""
+        return self.dim * (self.grid[1] if self.two_d else self.devices)
+
+    def norm_scale(self, dim: int) -> float:
+        """What a distributed norm over the padded residual scales epsilon by (and gamma by its square root) to
+        average the squares over the model's `dim` columns: dim / padded width (1.0 without padding)."""
+        return dim / self.padded_width
 
     @property
     def written_dim(self) -> int:
@@ -192,18 +203,10 @@ def _check_splits(args: ModelArgs, heads: int, columns: int, where: str, pad_res
     unit = columns * TILE
     if args.dim % unit == 0:
         return 0
-    why = "the residual stream is split by columns"
     if pad_residual and args.dim % TILE == 0:
-        if args.dim > DISTRIBUTED_NORM_ABOVE_DIM:
-            why += f"; above {DISTRIBUTED_NORM_ABOVE_DIM} the prefill norm is distributed, which cannot pad it"
-        elif args.sandwich_norms:
-            why += "; the attention / MLP output norms are distributed, which cannot pad it"
-        else:
-            return -(-args.dim // unit) * unit - args.dim
-    elif columns > 1 and args.dim % TILE == 0:
-        why += "; a 2-D mesh's distributed norms cannot pad it"
+        return -(-args.dim // unit) * unit - args.dim
     raise UnsupportedModelError(f"tensor parallel {where}: hidden size {args.dim} does not split into whole tiles "
-                                f"({TILE} columns) per chip ({why})")
+                                f"({TILE} columns) per chip (the residual stream is split by columns)")
 
 
 def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:
@@ -214,9 +217,9 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
         where = (f"over {rows * cols} chips ({rows}x{cols} mesh: heads over {rows} rows, hidden size over {cols} "
                  f"columns)")
         q, kv = _split_heads(args, rows, where)
-        _check_splits(args, rows, cols, where)
-        return TPPlan(rows * cols, q, kv, args.hidden_dim // rows, args.vocab_size // rows, args.dim // cols, 1,
-                      (rows, cols))
+        pad = _check_splits(args, rows, cols, where, pad_residual=True)
+        return TPPlan(rows * cols, q, kv, args.hidden_dim // rows, args.vocab_size // rows, (args.dim + pad) // cols,
+                      1, (rows, cols), dim_pad=pad)
     n, axis = tp_axis((rows, cols))
     if n == 1:
         return single_device_plan(args)
@@ -254,7 +257,7 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
         total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, out) * tile_bytes(p.wo)
         if args.is_moe(i):  # this chip's experts and the whole router (tt_models/layers/moe.py)
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
-            down = args.dim if plan.two_d else out
+            down = plan.padded_width  # the whole (padded) row: reduce-scattered onto the residual after the sum
             total += experts * (2 * tiles(args.dim, hid) * tile_bytes(p.ff1_ff3) + tiles(hid, down) * tile_bytes(p.ff2))
             total += tiles(args.dim, args.n_experts) * 2048  # bf16 tiles
             continue
@@ -311,8 +314,8 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             out += rows(args.dim // TILE, TILE * norm_bytes)
             if tile_gamma and not plan.distributed_norm("prefill"):
                 out += tile_row(args.dim, TILE * TILE * norm_bytes)
-        if distributed:
-            out += rows(plan.dim // TILE, TILE * norm_bytes)
+        if distributed:  # over a padded residual its gamma is scaled, in fp32
+            out += rows(plan.dim // TILE, TILE * (4 if plan.dim_pad else norm_bytes))
         return out
 
     def interleaved(count: int, tile: int) -> int:  # an interleaved TILE tensor of `count` tiles
@@ -327,12 +330,12 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
             per_expert = _tiles(args.dim) * _tiles(hid)
             total += 2 * interleaved(experts * per_expert, tile_bytes(p.ff1_ff3))
-            total += interleaved(experts * _tiles(hid) * _tiles(args.dim if plan.two_d else out), tile_bytes(p.ff2))
+            total += interleaved(experts * _tiles(hid) * _tiles(plan.padded_width), tile_bytes(p.ff2))
             total += interleaved(_tiles(args.dim) * _tiles(args.n_experts), 2048)
             if args.moe_bias:  # GPT-OSS: the router's bias [1, 1, 1, E] and the experts' [1, E / N, 1, out], bf16
                 total += tile_row(args.n_experts, 2048)
                 total += 2 * interleaved(experts * _tiles(hid), 2048)
-                total += interleaved(experts * _tiles(args.dim if plan.two_d else out), 2048)
+                total += interleaved(experts * _tiles(plan.padded_width), 2048)
         else:
             total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, out, p.ff2)
         total += 2 * residual_norm()
@@ -388,8 +391,9 @@ class Shard:
     group's share is one contiguous block), then split along dims of the TT layout [1, 1, in, out] (3: output
     columns, column-parallel; 2: input rows, row-parallel). 1-D: `dim` into `devices` blocks (ttnn.ShardTensorToMesh).
     2-D: `mesh_dims` = the tensor dims split over mesh axis 0 (rows) and axis 1 (columns), None replicating along
-    that axis (ttnn.ShardTensor2dMesh over `mesh_shape`). `pad`: zero columns appended to TT dim 3 (the residual's
-    columns, TPPlan.dim_pad) before any split, for the weights that write or hold the padded residual."""
+    that axis (ttnn.ShardTensor2dMesh over `mesh_shape`). `pad`: zeros appended along TT dim `pad_dim` (the padded
+    residual's columns, TPPlan.dim_pad) before any split: output columns (3) of what writes or holds the residual,
+    input rows (2) of what reads a chip's columns of it."""
 
     dim: int | None
     devices: int
@@ -397,6 +401,7 @@ class Shard:
     mesh_dims: tuple[int | None, int | None] | None = None
     mesh_shape: tuple[int, int] | None = None
     pad: int = 0
+    pad_dim: int = 3
 
     def parts(self, tensor_dim: int) -> int:
         """Into how many blocks tensor dim `tensor_dim` of the TT layout is split."""
@@ -406,7 +411,9 @@ class Shard:
 
 
 def _two_way(plan: TPPlan, over_rows: int | None, over_cols: int | None, rows: torch.Tensor | None = None) -> Shard:
-    return Shard(None, plan.devices, rows, (over_rows, over_cols), plan.grid)
+    """Split over the rows and the columns; the dim split over the columns is the residual's (padded there)."""
+    pad = plan.dim_pad if over_cols is not None else 0
+    return Shard(None, plan.devices, rows, (over_rows, over_cols), plan.grid, pad, over_cols or 3)
 
 
 def column_parallel(plan: TPPlan, rows: torch.Tensor | None = None) -> Shard | None:
@@ -445,9 +452,7 @@ def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
     replicated down the rows). None on one chip."""
     if plan.two_d:
         return _two_way(plan, None, dim)
-    if dim != 3 and plan.dim_pad:
-        raise ValueError("the padded residual's columns are TT dim 3")
-    return Shard(dim, plan.devices, pad=plan.dim_pad) if plan.devices > 1 else None
+    return Shard(dim, plan.devices, pad=plan.dim_pad, pad_dim=dim) if plan.devices > 1 else None
 
 
 def experts_split(plan: TPPlan, written: bool = False) -> Shard | None:
@@ -456,6 +461,7 @@ def experts_split(plan: TPPlan, written: bool = False) -> Shard | None:
     None on one chip."""
     if plan.devices == 1:
         return None
+    pad = plan.dim_pad if written else 0
     if plan.two_d:
-        return Shard(None, plan.devices, None, (0, 1), plan.grid)
-    return Shard(1, plan.devices, pad=plan.dim_pad if written else 0)
+        return Shard(None, plan.devices, None, (0, 1), plan.grid, pad)
+    return Shard(1, plan.devices, pad=pad)

@@ -17,10 +17,15 @@ from tt_models.parallel import Shard
 
 
 def _padded(t: torch.Tensor, shard: Shard | None) -> torch.Tensor:
-    """t with the shard's zero columns appended to its last dim (TT dim 3: the padded residual's columns)."""
+    """t (its last two dims TT dims 2 and 3) with the shard's zeros appended along its pad_dim (the padded
+    residual's columns; parallel.Shard)."""
     if shard is None or not shard.pad:
         return t
-    return torch.nn.functional.pad(t, (0, shard.pad))
+    return torch.nn.functional.pad(t, (0, shard.pad) if shard.pad_dim == 3 else (0, 0, 0, shard.pad))
+
+
+def _pad_tag(shard: Shard) -> str:
+    return f"p{shard.pad}d{shard.pad_dim}" if shard.pad else ""
 
 
 def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
@@ -55,10 +60,9 @@ class WeightStore:
         if shard is not None and shard.mesh_dims is not None:
             d0, d1 = shard.mesh_dims
             return (ttnn.ShardTensor2dMesh(self.device, dims=shard.mesh_dims, mesh_shape=shard.mesh_shape),
-                    f"-tp{shard.mesh_shape[0]}x{shard.mesh_shape[1]}d{d0}{d1}")
+                    f"-tp{shard.mesh_shape[0]}x{shard.mesh_shape[1]}d{d0}{d1}{_pad_tag(shard)}")
         if shard is not None:
-            pad = f"p{shard.pad}" if shard.pad else ""
-            return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}{pad}"
+            return ttnn.ShardTensorToMesh(self.device, dim=shard.dim), f"-tp{n}d{shard.dim}{_pad_tag(shard)}"
         return ttnn.ReplicateTensorToMesh(self.device), f"-rep{n}"
 
     def _as_tensor(self, name: str, make: Any, dtype: Any, layout: Any, memory_config: Any = None,
@@ -179,11 +183,20 @@ class WeightStore:
 
         return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
-    def norm(self, name: str, shard: Shard | None = None) -> Any:
+    def norm(self, name: str, shard: Shard | None = None, scale: float = 1.0) -> Any:
         """RMSNorm weight as [1, 1, dim/32, 32] row-major sticks, the layout rms_norm reads; `shard` (on dim 2):
-        each chip its own columns' sticks, for the distributed rms_norm."""
-        return self._as_tensor(name, lambda: self.sd[name].reshape(1, 1, -1, 32), self.norm_dtype,
-                               ttnn.ROW_MAJOR_LAYOUT, shard=shard)
+        each chip its own columns' sticks, for the distributed rms_norm (a padded residual's: zeros appended).
+        `scale` != 1 (the distributed norm over a padded residual, parallel.TPPlan.norm_scale): the weight times it,
+        in fp32 so that the product is the checkpoint's value scaled, not re-rounded to bf16."""
+        def make() -> torch.Tensor:
+            w = self.sd[name].float() * scale if scale != 1.0 else self.sd[name]
+            if shard is not None and shard.pad:
+                w = torch.nn.functional.pad(w, (0, shard.pad))
+            return w.reshape(1, 1, -1, 32)
+
+        dtype = ttnn.float32 if scale != 1.0 else self.norm_dtype
+        return self._as_tensor(name if scale == 1.0 else f"{name}.x{scale:.8f}", make, dtype, ttnn.ROW_MAJOR_LAYOUT,
+                               shard=shard)
 
     def norm_row(self, name: str) -> Any:
         """RMSNorm weight as one TILE row [1, 1, 1, dim] (padded to a tile's 32 rows on the device): the layout with
@@ -216,12 +229,14 @@ class ShapeOnlyWeights(WeightStore):
     def _out(names_out: int, shard: Shard | None) -> int:
         if shard is None:
             return names_out
-        return ((len(shard.rows) if shard.rows is not None else names_out) + shard.pad) // shard.parts(3)
+        pad = shard.pad if shard.pad_dim == 3 else 0
+        return ((len(shard.rows) if shard.rows is not None else names_out) + pad) // shard.parts(3)
 
     def linear(self, names: list[str], dtype: Any, cache_name: str, memory_config: Any = None,
                columns: tuple[int, int] | None = None, shard: Shard | None = None) -> Any:
         out = self._out(sum(self.shapes[n][0] for n in names), shard) if columns is None else columns[1] - columns[0]
-        k = self.shapes[names[0]][1] // (shard.parts(2) if shard is not None else 1)
+        k_pad = shard.pad if shard is not None and shard.pad_dim == 2 else 0
+        k = (self.shapes[names[0]][1] + k_pad) // (shard.parts(2) if shard is not None else 1)
         return self._empty((1, 1, k, out), dtype, ttnn.TILE_LAYOUT, memory_config)
 
     def experts(self, names: list[str], dtype: Any, cache_name: str, shard: Shard | None = None) -> Any:
@@ -251,9 +266,11 @@ class ShapeOnlyWeights(WeightStore):
         heads = self.shapes[name][0] // (shard.parts(0 if decode else 1) if shard is not None else 1)
         return self._empty((heads, 32) if decode else (1, heads, 1, 1), ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
-    def norm(self, name: str, shard: Shard | None = None) -> Any:
+    def norm(self, name: str, shard: Shard | None = None, scale: float = 1.0) -> Any:
         n = shard.parts(2) if shard is not None else 1
-        return self._empty((1, 1, self.shapes[name][0] // 32 // n, 32), self.norm_dtype, ttnn.ROW_MAJOR_LAYOUT)
+        width = self.shapes[name][0] + (shard.pad if shard is not None else 0)
+        return self._empty((1, 1, width // 32 // n, 32), ttnn.float32 if scale != 1.0 else self.norm_dtype,
+                           ttnn.ROW_MAJOR_LAYOUT)
 
     def norm_row(self, name: str) -> Any:
         return self._empty((1, 1, 1, self.shapes[name][0]), self.norm_dtype, ttnn.TILE_LAYOUT)

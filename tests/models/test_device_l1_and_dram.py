@@ -152,6 +152,8 @@ def test_gemma3_27b_vocabulary_gather_on_t3k(target, old, monkeypatch):
     # 2880 = 90 tiles: the residual padded to 3072 (WO, the experts' down projection and their biases 3072 wide);
     # biases on o_proj, the router and the experts, and the sinks
     (("T3K", (1, 8)), "gpt-oss-20b", "bf16"),
+    # over 2x4's 4 columns: padded to 2944, QKV / LM head with zero rows, the distributed norms' gamma in fp32
+    (("T3K", (2, 4)), "gpt-oss-20b", "bf16"),
 ], indirect=["target"])
 def test_weight_estimate_is_what_the_allocator_places(target, name, profile, monkeypatch):
     """weight_bank_bytes against the DRAM every bank holds once the weights are placed (the RoPE tables, built

@@ -150,8 +150,9 @@ def check_reference_and_performance(path: Path, hf, mesh, where: str, check_spli
     tt.release()
 
 
+@pytest.mark.parametrize("make", [make_wide_model, make_padded_model], ids=["wide", "padded"])
 @pytest.mark.parametrize("mesh_name", list(MESHES))
-def test_distributed_norm_prefill_matches_hf(mesh_name, tiny_root, monkeypatch):
+def test_distributed_norm_prefill_matches_hf(mesh_name, make, tiny_root, monkeypatch):
     """The distributed rms_norm (per-chip stats, all_gather of the stats, the norm with each chip's columns of the
     weight, all_gather of the normed columns), which tt_transformers runs for prefill above dim 4096, here forced on
     the tiny model: greedy tokens still equal HF's (reference profile, prefill and traced decode), and the model
@@ -167,11 +168,14 @@ def test_distributed_norm_prefill_matches_hf(mesh_name, tiny_root, monkeypatch):
         return real_pre(*args, **kwargs)
 
     monkeypatch.setattr(ttnn, "rms_norm_pre_all_gather", counted)
-    path = make_wide_model("qwen3_qknorm", tiny_root)
+    # padded: hidden 480 over the chips is not whole tiles: the stats of the zero-padded residual, epsilon and gamma
+    # scaled (tt_models/parallel.py), and the gathered output's padding sliced off
+    path = make("qwen3_qknorm", tiny_root)
     hf = load_hf(path)
     with open_mesh(MESHES[mesh_name]) as mesh:
         tt, kv = build(path, mesh, "reference")
         assert tt.model.plan.distributed_norm("prefill") and not tt.model.plan.distributed_norm("decode")
+        assert bool(tt.model.plan.dim_pad) == (make is make_padded_model)
         got = generate(tt, kv, PROMPTS, SLOTS, steps=2)
         check_against_hf(hf, PROMPTS, got, 0.999, True, f"distributed norm {mesh_name}")
         assert len(calls) == 2 * tt.model.args.n_layers * len(PROMPTS)
@@ -468,7 +472,7 @@ def test_splits_that_do_not_divide_are_refused():
         (replace(_args(), hidden_dim=480), (1, 8), "MLP size 480 does not split into whole tiles"),
         (replace(_args(), vocab_size=513), (1, 2), "vocabulary 513 does not split evenly"),
         (replace(_args(), n_heads=12, n_kv_heads=4), (8, 4), r"12 attention heads do not split evenly"),
-        (replace(_args(), dim=192), (2, 4), r"hidden size 192 does not split into whole tiles \(32 columns\) per chip"),
+        (replace(_args(), dim=200), (2, 4), r"hidden size 200 does not split into whole tiles \(32 columns\) per chip"),
         (replace(_args(), hidden_dim=480), (4, 2), "MLP size 480 does not split into whole tiles"),
     ]
     for args, shape, message in cases:
@@ -476,40 +480,38 @@ def test_splits_that_do_not_divide_are_refused():
             plan_tensor_parallel(args, shape)
 
 
-def test_a_residual_that_does_not_split_into_tiles_is_padded_or_refused():
+def test_a_residual_that_does_not_split_into_tiles_is_padded():
     """gpt-oss's hidden 2880 is 90 tiles: a 1x8 mesh pads the residual to 3072 (12 tiles a chip, 192 zero columns at
-    the end); a 1x2 mesh needs none (45 tiles each). Where the norms are distributed (a 2-D mesh; prefill above
-    4096; Gemma's output norms) the pad would change their mean of squares: refused, saying why."""
+    the end), over a 2x4 mesh's 4 columns to 2944 (23 tiles each); a 1x2 mesh needs none (45 tiles each). The
+    distributed norm's epsilon and gamma scale by 2880 / 3072. A width that is not whole tiles is refused."""
     plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 8))
-    assert (plan.dim, plan.dim_pad, plan.written_dim) == (384, 192, 3072)
+    assert (plan.dim, plan.dim_pad, plan.written_dim, plan.padded_width) == (384, 192, 3072, 3072)
+    assert plan.norm_scale(2880) == 2880 / 3072
+    plan = plan_tensor_parallel(replace(_args(), dim=2880), (2, 4))
+    assert (plan.dim, plan.dim_pad, plan.written_dim, plan.padded_width) == (736, 64, 736, 2944)
     plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 2))
-    assert (plan.dim, plan.dim_pad, plan.written_dim) == (1440, 0, 2880)
+    assert (plan.dim, plan.dim_pad, plan.written_dim) == (1440, 0, 2880) and plan.norm_scale(2880) == 1.0
     assert plan_tensor_parallel(replace(_args(), dim=896), (1, 8)).dim_pad == 128  # Qwen2.5-0.5B: 28 tiles
-    cases = [
-        (replace(_args(), dim=2880), (2, 4), r"hidden size 2880 .* a 2-D mesh's distributed norms cannot pad it"),
-        (replace(_args(), dim=4480), (1, 8), r"hidden size 4480 .* above 4096 the prefill norm is distributed"),
-        (replace(_args(), dim=1152, sandwich_norms=True), (1, 8), r"hidden size 1152 .* output norms"),
-        (replace(_args(), dim=2890), (1, 2), r"hidden size 2890 does not split into whole tiles \(32 columns\) per "
-                                             r"chip \(the residual stream is split by columns\)$"),
-    ]
-    for args, shape, message in cases:
-        with pytest.raises(UnsupportedModelError, match=message):
-            plan_tensor_parallel(args, shape)
+    with pytest.raises(UnsupportedModelError, match=r"hidden size 2890 does not split into whole tiles \(32 "
+                                                    r"columns\) per chip \(the residual stream is split by columns\)"):
+        plan_tensor_parallel(replace(_args(), dim=2890), (1, 2))
 
 
-@pytest.mark.parametrize(("family", "shape"), [("llama_gqa", (1, 8)), ("gpt_oss", (1, 8)), ("qwen3_moe", (1, 2))])
+@pytest.mark.parametrize(("family", "shape"), [("llama_gqa", (1, 8)), ("gpt_oss", (1, 8)), ("qwen3_moe", (1, 2)),
+                                               ("gpt_oss", (2, 4)), ("qwen3_moe", (2, 4)), ("gemma3", (1, 8))])
 def test_a_padded_residual_matches_hf(family, shape, tiny_root):
-    """Hidden 480 (15 tiles) over 8 or 2 chips: the residual padded to 512 with zero columns (the embedding table, WO,
-    w2 and the experts' down projection with their biases write them as zeros; the norms slice them off the gathered
-    row). Greedy tokens equal HF's (reference, traced decode of two prompts together), performance PCC >= 0.99, as
-    on any mesh; gpt-oss-20b's split on a T3K in miniature (o_proj and expert biases, sinks, EP)."""
+    """Hidden 480 (15 tiles) over 8, 4 or 2 chips: the residual padded to 512 with zero columns (the embedding table,
+    WO, w2 and the experts' down projection with their biases write them as zeros; 2-D: QKV, w1/w3 and the LM head
+    read them with zero rows). The gathered norm slices them off; the distributed norms (2-D; Gemma's output norms)
+    scale epsilon and gamma. Greedy tokens equal HF's (reference, traced decode of two prompts together),
+    performance PCC >= 0.99, as on any mesh; gpt-oss-20b's split on a T3K and as a Galaxy splits, in miniature."""
     path = make_padded_model(family, tiny_root)
     hf = load_hf(path)
     chips = shape[0] * shape[1]
 
     def split(a, plan, kv) -> None:
         assert a.dim == 480 and plan.devices == chips
-        assert plan.dim_pad == 32 and plan.dim * chips == 512
+        assert plan.dim_pad == 32 and plan.padded_width == 512
 
     with open_mesh(shape) as mesh:
         check_reference_and_performance(path, hf, mesh, f"{family} padded {shape}", split)

@@ -118,7 +118,7 @@ class MoE:
         # The down projection writes the residual: on a 1xN mesh with a padded residual (TPPlan.dim_pad), its
         # output has the zero columns too, so the reduce-scatter gives each chip whole tiles.
         down = experts_split(plan, written=True) if plan is not None else None
-        self.out_dim = plan.written_dim if plan is not None and not plan.two_d else self.dim
+        self.out_dim = plan.padded_width if plan is not None else self.dim
         self.w1 = weights.experts(expert_names(layer, self.n_experts, "w1"), prec.ff1_ff3, p + "experts.w1", experts)
         self.w3 = weights.experts(expert_names(layer, self.n_experts, "w3"), prec.ff1_ff3, p + "experts.w3", experts)
         self.w2 = weights.experts(expert_names(layer, self.n_experts, "w2"), prec.ff2, p + "experts.w2", down)
@@ -465,7 +465,12 @@ class MoE:
         whole = gather_columns(xi, self.plan, ttnn.DRAM_MEMORY_CONFIG)
         if xi is not x:
             ttnn.deallocate(xi)
-        return whole
+        if not self.plan.dim_pad:
+            return whole
+        # A padded residual: the model's columns (the router and the experts read unpadded weights).
+        real = ttnn.slice(whole, [0, 0, 0, 0], [1, 1, whole.shape[-2], self.dim], memory_config=ttnn.DRAM_MEMORY_CONFIG)
+        ttnn.deallocate(whole)
+        return real
 
     def _run(self, x: Any, memory_config: Any) -> Any:
         xi = self._whole(x)

@@ -16,7 +16,9 @@ the column-parallel QKV / w1,w3 and the LM head multiply.
 
 A padded residual (TPPlan.dim_pad: zero columns at its end, so that each chip holds whole tiles) is gathered whole
 and the model's own columns sliced off before the norm (decode: through interleaved L1, then placed on the normed
-width sharding), so the norm averages over the model's width and its output is the unpadded row.
+width sharding), so the norm averages over the model's width and its output is the unpadded row. The distributed
+norm's device op divides the summed squares by the padded width: it takes epsilon and gamma (fp32) scaled to give
+the model's norm (tt_models/parallel.py), and a 1-D gather of its output slices the padding off as well.
 
 Gemma's norms of the attention / MLP outputs (`columns`) keep the residual's split: under tensor parallel their input
 is a chip's columns of the reduce-scattered sum, normed by the distributed rms_norm (the stats gathered, never the
@@ -48,7 +50,11 @@ class ResidualNorm:
         if self.weight is not None and layouts.prefill_norm_tile_gamma and not plan.distributed_norm("prefill"):
             self.prefill_weight = weights.norm_row(name)
         # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
-        self.weight_columns = weights.norm(name, shard=residual_columns(plan, 2)) if distributed else None
+        # Over a padded residual: epsilon and gamma scaled so that the mean of squares is over the model's columns.
+        scale = plan.norm_scale(plan.padded_width - plan.dim_pad)
+        self.distributed_eps = eps * scale
+        self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2), scale=scale**0.5) if distributed
+                               else None)
 
     def prefill(self, x: Any) -> Any:
         """x [1, 1, S, dim / N] in DRAM -> the normed [1, 1, S, dim] in DRAM."""
@@ -115,11 +121,11 @@ class ResidualNorm:
                                              memory_config=memory_config)
         gathered = gather_columns(stats, self.plan, memory_config)
         ttnn.deallocate(stats)
-        out = ttnn.rms_norm_post_all_gather(x, gathered, epsilon=self.eps, weight=self.weight_columns,
+        out = ttnn.rms_norm_post_all_gather(x, gathered, epsilon=self.distributed_eps, weight=self.weight_columns,
                                             compute_kernel_config=kernel, memory_config=memory_config)
         ttnn.deallocate(gathered)
         if self.plan.two_d or self.keep_columns:
             return out
         whole = gather_columns(out, self.plan, memory_config)
         ttnn.deallocate(out)
-        return whole
+        return self._real_columns(whole, memory_config)
