@@ -9,7 +9,7 @@ import pytest
 import torch
 from vllm import LLM, SamplingParams
 
-from tests.models.tiny import load_hf, make_tiny_model, make_wide_model
+from tests.models.tiny import load_hf, make_padded_model, make_tiny_model, make_wide_model
 from tests.vllm.conftest import check_against_hf, shutdown
 
 BLOCK, BUDGET, STEPS = 32, 64, 24
@@ -69,15 +69,19 @@ def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir)
     assert [o.outputs[0].token_ids for o in again] == [o.outputs[0].token_ids for o in outs]
 
 
-@pytest.mark.parametrize(("family", "dispatch"), [("qwen3_moe", "reduce"), ("gpt_oss", "reduce"),
-                                                  ("qwen3_moe", "all_to_all")])
-def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, dispatch, tmp_path_factory, monkeypatch):
+@pytest.mark.parametrize(("family", "dispatch", "make"), [("qwen3_moe", "reduce", make_wide_model),
+                                                          ("gpt_oss", "reduce", make_wide_model),
+                                                          ("qwen3_moe", "all_to_all", make_wide_model),
+                                                          ("gpt_oss", "reduce", make_padded_model)],
+                         ids=["qwen3_moe", "gpt_oss", "qwen3_moe-all_to_all", "gpt_oss-padded"])
+def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, dispatch, make, tmp_path_factory, monkeypatch):
     """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE or GPT-OSS (8 heads, 8 experts) with one expert per chip and
     attention tensor parallel (GPT-OSS: each chip its head's sink); greedy tokens (reference profile) are HF's, as
     the single-device engines' are above (Qwen3-MoE: the same tiny model's, so the two are equal, token for token,
     short of a logged near-tie; GPT-OSS: the 4-head tiny model's). all_to_all: additional_config
-    tt.expert_dispatch reaches the MoE layers (tokens dispatched to their experts' chips)."""
-    path = str(make_wide_model(family, tmp_path_factory.mktemp("moe_wide")))
+    tt.expert_dispatch reaches the MoE layers (tokens dispatched to their experts' chips). padded: hidden 480, which
+    8 chips do not split into whole tiles (gpt-oss-20b's 2880 in miniature): the residual padded to 512."""
+    path = str(make(family, tmp_path_factory.mktemp("moe_wide")))
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     monkeypatch.setenv("MESH_DEVICE", "T3K")
     os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "1"  # collective_rpc of a lambda reading the model
@@ -89,6 +93,8 @@ def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, dispatch, tmp_p
         used = llm.collective_rpc(lambda w: [getattr(layer.mlp, "all_to_all", None)
                                              for layer in w.model_runner.model.model.layers])[0]
         assert all(u == (dispatch == "all_to_all") for u in used if u is not None) and any(u is not None for u in used)
+        pad = llm.collective_rpc(lambda w: w.model_runner.model.model.plan.dim_pad)[0]
+        assert pad == (32 if make is make_padded_model else 0)
         outs = llm.generate([{"prompt_token_ids": p[:60]} for p in PROMPTS], params)
     finally:
         shutdown(llm)
