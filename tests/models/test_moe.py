@@ -37,6 +37,7 @@ from tests.models.tiny import (
     hf_config,
     hf_last_logits,
     load_hf,
+    make_padded_model,
     make_tiny_model,
     make_wide_model,
 )
@@ -355,21 +356,26 @@ def _count_all_to_all(monkeypatch) -> dict[str, int]:
 
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe_unnormed", (1, 2)),
                                                ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)), ("gpt_oss", (1, 8)),
-                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (2, 4))])
+                                               ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (2, 4)),
+                                               ("gpt_oss_padded", (1, 8)), ("gpt_oss_padded", (2, 4))])
 def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkeypatch):
     """expert_dispatch "all_to_all": each chip routes its share of the tokens, all_to_all_dispatch sends them to
     their experts' chips (along its row of chips; 2x4: each row's experts, the rows' shares summed down the
     columns), all_to_all_combine brings the k expert outputs home to be weighted and summed. Held as the default
     expert parallel path is (check_reference_and_performance: reference greedy tokens equal HF's at PCC >= 0.999
     every step, performance PCC >= 0.99), with the dispatched activations and expert outputs rounded to bf16;
-    every MoE layer of every step calls both ops."""
-    path = make_wide_model(family, tiny_root)
+    every MoE layer of every step calls both ops. _padded: hidden 480, which the chips do not split into whole tiles
+    (the residual padded to 512: the dispatched rows carry the model's 480 columns, the experts' outputs and the
+    combined rows the padded 512)."""
+    padded = family.endswith("_padded")
+    path = (make_padded_model if padded else make_wide_model)(family.removesuffix("_padded"), tiny_root)
     hf = load_hf(path)
     calls = _count_all_to_all(monkeypatch)
     chips = shape[0] * shape[1]
 
     def split(a, plan, kv) -> None:
         assert plan.devices == chips and kv[0][0][0].device().get_num_devices() == chips
+        assert bool(plan.dim_pad) == padded
 
     with open_mesh(shape) as mesh:
         check_reference_and_performance(path, hf, mesh, f"{family} {shape} all_to_all", split,

@@ -92,10 +92,6 @@ class MoE:
         # line: all N of a 1 x N mesh, the C of an R x C mesh's row).
         self.all_to_all = expert_dispatch == "all_to_all" and chips > 1
         self.line = (plan.grid[1] if plan.two_d else chips) if self.all_to_all else 1
-        if self.all_to_all and plan.dim_pad:
-            raise UnsupportedModelError(f"expert_dispatch 'all_to_all': hidden size {args.dim} is padded to split "
-                                        f"over {chips} chips, which the dispatched rows' layout does not take; use "
-                                        f"'reduce'")
         if self.all_to_all and TILE % self.line:
             raise UnsupportedModelError(f"expert_dispatch 'all_to_all': {self.line} chips do not split 32-row tiles "
                                         f"of tokens evenly")
@@ -349,7 +345,7 @@ class MoE:
         ttnn.deallocate(local_w)
         xt = ttnn.to_layout(sent, ttnn.TILE_LAYOUT, memory_config=dram)
         ttnn.deallocate(sent)
-        out = self._experts(ttnn.reshape(xt, (1, groups, TILE, dim)), sparsity)  # [groups, E / N, 32, dim]
+        out = self._experts(ttnn.reshape(xt, (1, groups, TILE, dim)), sparsity)  # [groups, E / N, 32, out_dim]
         ttnn.deallocate(xt)
         ttnn.deallocate(sparsity)
         if groups > 1 and self.local > 1:
@@ -358,7 +354,7 @@ class MoE:
             out = per_expert
         # (one group or one expert: the blocks are already in that order; a permute would hand back a view of
         # its input on the device, which deallocating the input frees)
-        per_expert = ttnn.reshape(out, (self.local, 1, rows, dim))
+        per_expert = ttnn.reshape(out, (self.local, 1, rows, self.out_dim))
         if per_expert.dtype != bf16:
             rounded = ttnn.typecast(per_expert, bf16, memory_config=dram)
             ttnn.deallocate(per_expert)
@@ -366,7 +362,7 @@ class MoE:
         expert_rows = ttnn.to_layout(per_expert, ttnn.ROW_MAJOR_LAYOUT, memory_config=dram)
         ttnn.deallocate(per_expert)
         back = ttnn.all_to_all_combine(expert_rows, meta, self.expert_mapping, cluster_axis=1, topology=topology,
-                                       memory_config=dram, output_shard_dim=2)  # [k, 1, T, dim]: slot by slot
+                                       memory_config=dram, output_shard_dim=2)  # [k, 1, T, out_dim]: slot by slot
         for tt in (expert_rows, meta):
             ttnn.deallocate(tt)
         slots = ttnn.to_layout(back, ttnn.TILE_LAYOUT, memory_config=dram)
@@ -377,13 +373,13 @@ class MoE:
         weighted = ttnn.mul(slots, scale, dtype=self.prec.residual, memory_config=dram)
         for tt in (slots, scale):
             ttnn.deallocate(tt)
-        summed = ttnn.sum(weighted, dim=0, keepdim=True, memory_config=dram)  # [1, 1, T, dim]
+        summed = ttnn.sum(weighted, dim=0, keepdim=True, memory_config=dram)  # [1, 1, T, out_dim]
         ttnn.deallocate(weighted)
         table = ttnn.concat([summed, self._zero_row(summed.dtype)], dim=2, memory_config=dram)
         ttnn.deallocate(summed)
-        placed = ttnn.embedding(place_ids, table, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, rows, dim]
+        placed = ttnn.embedding(place_ids, table, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, rows, out_dim]
         ttnn.deallocate(table)
-        return reduce_experts(ttnn.reshape(placed, (1, 1, rows, dim)), self.plan, memory_config)
+        return reduce_experts(ttnn.reshape(placed, (1, 1, rows, self.out_dim)), self.plan, memory_config)
 
     def _own_row(self, indices: Any, weights: Any) -> tuple[Any, Any]:
         """2-D: the ops reach only the experts of this chip's row. A slot whose expert another row holds gets
@@ -413,7 +409,7 @@ class MoE:
 
     def _zero_row(self, dtype: Any) -> Any:
         if dtype not in self._zeros:
-            self._zeros[dtype] = ttnn.from_torch(torch.zeros(1, 1, 1, self.dim), dtype, layout=ttnn.TILE_LAYOUT,
+            self._zeros[dtype] = ttnn.from_torch(torch.zeros(1, 1, 1, self.out_dim), dtype, layout=ttnn.TILE_LAYOUT,
                                                  device=self.device, memory_config=ttnn.DRAM_MEMORY_CONFIG,
                                                  mesh_mapper=ttnn.ReplicateTensorToMesh(self.device))
         return self._zeros[dtype]
