@@ -50,8 +50,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="how MoE layers split over a mesh reach their experts (additional_config tt.expert_dispatch): "
                         "reduce (every token through each chip's experts) or all_to_all (all_to_all_dispatch / "
                         "all_to_all_combine, 1xN meshes)")
-    p.add_argument("--families", help="comma list of model families (tiny test families, smollm2); default all, or "
-                                       "none with --checkpoints")
+    p.add_argument("--families", help="comma list of model families (tiny test families, smollm2; FAMILY_padded: "
+                                       "its tiny model with hidden 480, which no mesh splits into whole tiles); "
+                                       "default all, or none with --checkpoints")
     p.add_argument("--profiles", default="all", help="comma list of optimization profiles (default: every "
                                                         "profile meant for hardware)")
     p.add_argument("--max-seq-len", type=int, default=1024)

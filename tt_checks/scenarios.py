@@ -36,11 +36,16 @@ class Outcome:
 
 def family_model_dir(family: str, root: Path, wide: bool = False) -> Path:
     """An HF directory for the family: a tiny random model of the test suite (wide: with 8 heads, as the tensor-
-    parallel tests widen them), or SmolLM2 with its real weights."""
+    parallel tests widen them; "<family>_padded": the wide model with hidden 480, which no mesh splits into whole
+    tiles, so its residual is padded, as gpt-oss-20b's on a T3K), or SmolLM2 with its real weights."""
     if family == "smollm2":
         from tt_models.checkpoint import default_model_dir
 
         return default_model_dir()
+    if family.endswith("_padded"):
+        from tests.models.tiny import make_padded_model
+
+        return make_padded_model(family.removesuffix("_padded"), root)
     if wide:
         from tests.models.tiny import make_wide_model
 
