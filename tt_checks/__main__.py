@@ -66,6 +66,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "--layers layers for the op calls, every layer for the capacity row; a one-chip device it "
                         "does not fit must refuse it at load")
     p.add_argument("--layers", type=int, default=1, help="layers of a checkpoint's op-call scenario")
+    p.add_argument("--any-target", action="store_true",
+                   help="with --checkpoints: also run a checkpoint x profile on these devices where it fits but the "
+                        "matrix checks it on a smaller one (e.g. gpt-oss-20b's performance rows on a T3K, which an "
+                        "N300 holds)")
     p.add_argument("--report", help="write the checkpoint rows (op-call outcomes and capacity) as JSON here")
     p.add_argument("--corpus", action="store_true",
                    help="also record the differential corpus (hand-written cases + every distinct model call) on "
@@ -158,7 +162,7 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
     from dataclasses import asdict
 
     from tt_checks.capacity import checkpoint_capacity
-    from tt_checks.matrix import Target, targets
+    from tt_checks.matrix import Target, fits, targets
     from tt_checks.scenarios import run_model
     from tt_models.config.checkpoints import find_checkpoint, load_checkpoints
 
@@ -167,7 +171,8 @@ def run_checkpoints(args: argparse.Namespace, rec: Any, ttnn: Any, mesh: Any, de
     rows = []
     for ckpt in (find_checkpoint(n.strip()) for n in names):
         for profile in _split(args.profiles, hardware_profiles()):
-            wanted = here in targets(ckpt.hf_config(), profile)
+            wanted = here in targets(ckpt.hf_config(), profile) or (
+                args.any_target and fits(ckpt.hf_config(), profile, here) is None)
             if not wanted and mesh.get_num_devices() > 1:
                 continue  # meshes run what needs them; one chip also shows what it refuses
             row: dict[str, Any] = {"checkpoint": ckpt.hub_id, "profile": profile, "target": here.name}
