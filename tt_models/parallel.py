@@ -27,7 +27,7 @@ Galaxy; prefill fills a user's KV on every chip of its row.
 
 A residual whose columns do not split into whole tiles per chip (gpt-oss's 2880 = 90 tiles over 8 chips, or over
 a 2-D mesh's 4 columns) is padded with zero columns at its end, up to whole tiles per chip (3072: 12 tiles each on
-a 1x8 T3K, 24 on each of a Galaxy row's 4), as tt-metal's gpt_oss pads its o_proj output for the CCLs. The embedding
+a 1x8 T3K; 2944: 23 on each of a 2-D row's 4), as tt-metal's gpt_oss pads its o_proj output for the CCLs. The embedding
 table and every product written into the residual (WO, w2, the experts' down projection, their biases) get zero
 columns there, and every weight that reads a chip's columns of it (2-D: QKV, w1/w3, the LM head) zero rows, so
 those columns stay zero in every layer and add nothing. The norms keep the model's mean of squares: the gathered
@@ -94,10 +94,11 @@ class TPPlan:
         """The residual stream's whole width with its zero columns (the model's own width when none)."""
         return self.dim * (self.grid[1] if self.two_d else self.devices)
 
-    def norm_scale(self, dim: int) -> float:
+    @property
+    def norm_scale(self) -> float:
         """What a distributed norm over the padded residual scales epsilon by (and gamma by its square root) to
-        average the squares over the model's `dim` columns: dim / padded width (1.0 without padding)."""
-        return dim / self.padded_width
+        average the squares over the model's own columns: model width / padded width (1.0 without padding)."""
+        return (self.padded_width - self.dim_pad) / self.padded_width
 
     @property
     def written_dim(self) -> int:

@@ -486,11 +486,11 @@ def test_a_residual_that_does_not_split_into_tiles_is_padded():
     distributed norm's epsilon and gamma scale by 2880 / 3072. A width that is not whole tiles is refused."""
     plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 8))
     assert (plan.dim, plan.dim_pad, plan.written_dim, plan.padded_width) == (384, 192, 3072, 3072)
-    assert plan.norm_scale(2880) == 2880 / 3072
+    assert plan.norm_scale == 2880 / 3072
     plan = plan_tensor_parallel(replace(_args(), dim=2880), (2, 4))
     assert (plan.dim, plan.dim_pad, plan.written_dim, plan.padded_width) == (736, 64, 736, 2944)
     plan = plan_tensor_parallel(replace(_args(), dim=2880), (1, 2))
-    assert (plan.dim, plan.dim_pad, plan.written_dim) == (1440, 0, 2880) and plan.norm_scale(2880) == 1.0
+    assert (plan.dim, plan.dim_pad, plan.written_dim) == (1440, 0, 2880) and plan.norm_scale == 1.0
     assert plan_tensor_parallel(replace(_args(), dim=896), (1, 8)).dim_pad == 128  # Qwen2.5-0.5B: 28 tiles
     with pytest.raises(UnsupportedModelError, match=r"hidden size 2890 does not split into whole tiles \(32 "
                                                     r"columns\) per chip \(the residual stream is split by columns\)"):

@@ -51,10 +51,9 @@ class ResidualNorm:
             self.prefill_weight = weights.norm_row(name)
         # This chip's columns of the weight, for the distributed rms_norm (only where a mode uses it).
         # Over a padded residual: epsilon and gamma scaled so that the mean of squares is over the model's columns.
-        scale = plan.norm_scale(plan.padded_width - plan.dim_pad)
-        self.distributed_eps = eps * scale
-        self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2), scale=scale**0.5) if distributed
-                               else None)
+        self.distributed_eps = eps * plan.norm_scale
+        self.weight_columns = (weights.norm(name, shard=residual_columns(plan, 2), scale=plan.norm_scale**0.5)
+                               if distributed else None)
 
     def prefill(self, x: Any) -> Any:
         """x [1, 1, S, dim / N] in DRAM -> the normed [1, 1, S, dim] in DRAM."""
