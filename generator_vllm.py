@@ -291,6 +291,10 @@ class TTQwen3MoeForCausalLM(TTCausalLM):
     architecture = "Qwen3MoeForCausalLM"
 
 
+class TTQwen2MoeForCausalLM(TTCausalLM):
+    architecture = "Qwen2MoeForCausalLM"
+
+
 class TTMixtralForCausalLM(TTCausalLM):
     architecture = "MixtralForCausalLM"
 
@@ -301,4 +305,4 @@ class TTGptOssForCausalLM(TTCausalLM):
 
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
                                            TTQwen3ForCausalLM, TTGemma3ForCausalLM, TTQwen3MoeForCausalLM,
-                                           TTMixtralForCausalLM, TTGptOssForCausalLM)}
+                                           TTQwen2MoeForCausalLM, TTMixtralForCausalLM, TTGptOssForCausalLM)}

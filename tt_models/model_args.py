@@ -15,6 +15,7 @@ SUPPORTED_ARCHITECTURES = {
     "Qwen3ForCausalLM": "qwen3",
     "Gemma3ForCausalLM": "gemma3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
     "MixtralForCausalLM": "mixtral",
     "GptOssForCausalLM": "gpt_oss",
 }
@@ -29,7 +30,7 @@ REFUSED_ARCHITECTURES = {
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
 MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss"}
 # Mixture-of-experts families: their MLPs are a router over experts (tt_models/layers/moe.py).
-MOE_FAMILIES = ("qwen3_moe", "mixtral", "gpt_oss")
+MOE_FAMILIES = ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss")
 # yarn: GPT-OSS's; its inverse frequencies and cos/sin scaling come from transformers' own function (tt_models/rope.py).
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
@@ -86,9 +87,13 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
                     norm_topk_prob=True, moe_layers=(True,) * n)
     dense = set(getattr(config, "mlp_only_layers", None) or ())
     step = getattr(config, "decoder_sparse_step", 1) or 1
+    # Qwen2-MoE: every MoE layer also runs one shared expert (a dense SwiGLU MLP) on every token, its output scaled
+    # by sigmoid(shared_expert_gate . x).
+    shared = int(getattr(config, "shared_expert_intermediate_size", 0) or 0) if family == "qwen2_moe" else 0
     return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.moe_intermediate_size,
                 norm_topk_prob=bool(getattr(config, "norm_topk_prob", False)),
-                moe_layers=tuple(i not in dense and (i + 1) % step == 0 for i in range(n)))
+                moe_layers=tuple(i not in dense and (i + 1) % step == 0 for i in range(n)),
+                shared_expert_dim=shared)
 
 
 def _refuse_quantization(config: Any, family: str) -> None:
@@ -114,9 +119,10 @@ def _refuse_unsupported_fields(config: Any, family: str) -> None:
         if value not in (neutral, None) and not (neutral is None and value in ((), [], {}, 0)):
             raise UnsupportedModelError(f"config field {field}={value!r} changes the model's math and is not "
                                         f"implemented by the TT models")
-    if family in MOE_FAMILIES and getattr(config, "shared_expert_intermediate_size", 0):
-        raise UnsupportedModelError("shared experts (shared_expert_intermediate_size) are not implemented")
-    if family not in ("qwen2", "gpt_oss") and getattr(config, "attention_bias", False):
+    if family in MOE_FAMILIES and family != "qwen2_moe" and getattr(config, "shared_expert_intermediate_size", 0):
+        raise UnsupportedModelError(f"shared experts (shared_expert_intermediate_size) are implemented for Qwen2-MoE "
+                                    f"only, not {family}")
+    if family not in ("qwen2", "qwen2_moe", "gpt_oss") and getattr(config, "attention_bias", False):
         # Llama / Mistral / Qwen3 configs put a bias on q, k, v and o_proj together.
         raise UnsupportedModelError(f"attention_bias=True ({family}: biases on q/k/v and o_proj): the o_proj bias is "
                                     f"not implemented")
@@ -162,6 +168,9 @@ class ModelArgs:
     norm_topk_prob: bool = False
     # Per layer, whether its MLP is the MoE block (Qwen3-MoE's mlp_only_layers / decoder_sparse_step keep some dense).
     moe_layers: tuple[bool, ...] = ()
+    # Qwen2-MoE's shared expert: a SwiGLU MLP of this many units that every token of a MoE layer also runs, scaled by
+    # sigmoid(shared_expert_gate . x) and added to the routed experts' sum (0: none).
+    shared_expert_dim: int = 0
     # GPT-OSS's switches: biases on the router and on every expert's gate, up and down projections; the experts'
     # clamped SwiGLU (alpha, limit): (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     # (None: SiLU(gate) * up); a bias on o_proj; one learned sink logit per attention head.
@@ -207,8 +216,9 @@ class ModelArgs:
         n_heads = config.num_attention_heads
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
         window = None
-        if family in ("mistral", "gemma3", "mixtral", "gpt_oss") or (family in ("qwen2", "qwen3", "qwen3_moe")
-                                                and getattr(config, "use_sliding_window", False)):
+        qwen = family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe")
+        if family in ("mistral", "gemma3", "mixtral", "gpt_oss") or (qwen and getattr(config, "use_sliding_window",
+                                                                                      False)):
             window = getattr(config, "sliding_window", None)
         layer_types = None
         if family in ("gemma3", "gpt_oss"):  # GPT-OSS: sliding (128) and full layers alternate
@@ -235,7 +245,9 @@ class ModelArgs:
             norm_eps=config.rms_norm_eps,
             max_position_embeddings=config.max_position_embeddings,
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
-            qkv_bias=family == "qwen2" or (gpt_oss and bool(getattr(config, "attention_bias", False))),
+            # Qwen2-MoE's config names it qkv_bias (on by default, as Qwen2's fixed q/k/v biases).
+            qkv_bias=family == "qwen2" or (family == "qwen2_moe" and bool(getattr(config, "qkv_bias", True)))
+            or (gpt_oss and bool(getattr(config, "attention_bias", False))),
             qk_norm=family in ("qwen3", "gemma3", "qwen3_moe"),
             sliding_window=window,
             hf_config=config,

@@ -261,6 +261,10 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
             down = plan.padded_width  # the whole (padded) row: reduce-scattered onto the residual after the sum
             total += experts * (2 * tiles(args.dim, hid) * tile_bytes(p.ff1_ff3) + tiles(hid, down) * tile_bytes(p.ff2))
             total += tiles(args.dim, args.n_experts) * 2048  # bf16 tiles
+            if args.shared_expert_dim:  # Qwen2-MoE: this chip's share of the shared expert, its gate [dim, 1]
+                units = shared_expert_units(args, plan)
+                total += 2 * tiles(args.dim, units) * tile_bytes(p.ff1_ff3) + tiles(units, down) * tile_bytes(p.ff2)
+                total += tiles(args.dim, 1) * 2048
             continue
         total += 2 * tiles(dim, local.hidden_dim) * tile_bytes(p.ff1_ff3)
         total += tiles(local.hidden_dim, out) * tile_bytes(p.ff2)
@@ -337,6 +341,11 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
                 total += tile_row(args.n_experts, 2048)
                 total += 2 * interleaved(experts * _tiles(hid), 2048)
                 total += interleaved(experts * _tiles(plan.padded_width), 2048)
+            if args.shared_expert_dim:  # Qwen2-MoE: this chip's share of the shared expert and its gate [dim, 1]
+                units = _tiles(shared_expert_units(args, plan))
+                total += 2 * interleaved(_tiles(args.dim) * units, tile_bytes(p.ff1_ff3))
+                total += interleaved(units * _tiles(plan.padded_width), tile_bytes(p.ff2))
+                total += interleaved(_tiles(args.dim), 2048)
         else:
             total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, out, p.ff2)
         total += 2 * residual_norm()
@@ -454,6 +463,12 @@ def residual_columns(plan: TPPlan, dim: int) -> Shard | None:
     if plan.two_d:
         return _two_way(plan, None, dim)
     return Shard(dim, plan.devices, pad=plan.dim_pad, pad_dim=dim) if plan.devices > 1 else None
+
+
+def shared_expert_units(args: ModelArgs, plan: TPPlan) -> int:
+    """Qwen2-MoE's shared expert per chip: its hidden units split over all the chips (as the experts are), each
+    chip's share rounded up to whole tiles with zero units (they add SiLU(0) * 0 = 0)."""
+    return -(-args.shared_expert_dim // (plan.devices * TILE)) * TILE
 
 
 def experts_split(plan: TPPlan, written: bool = False) -> Shard | None:

@@ -41,6 +41,15 @@ def weight_cache_dir(model_dir: str | Path, tag: str) -> Path:
     return root / f"{h.hexdigest()[:16]}-{tag}"
 
 
+def _stacked(blocks: list[torch.Tensor], shard: Shard | None) -> torch.Tensor:
+    """Per-expert [in, out] blocks as the TT layout of `WeightStore.experts`: [1, E, in, out] (the shard's padding
+    appended), or [R, E / R, in, out] for a 2-D shard (chip (r, c) the (r * C + c)-th block)."""
+    w = _padded(torch.stack(blocks), shard)
+    if shard is not None and shard.mesh_dims is not None:
+        return w.reshape(shard.mesh_shape[0], -1, *w.shape[1:]).contiguous()
+    return w[None].contiguous()
+
+
 class WeightStore:
     def __init__(self, state_dict: dict[str, torch.Tensor], mesh_device: Any, cache_dir: Path | None,
                  norm_fp32: bool = False) -> None:
@@ -109,11 +118,20 @@ class WeightStore:
         """One [out, in] weight per expert, stacked and transposed as [1, experts, in, out] tiles (what
         sparse_matmul multiplies each expert's tokens with); `shard`: each chip its own block of experts (1-D: on
         dim 1; 2-D, mesh_dims (0, 1): chip (r, c) the (r * C + c)-th block, the stack laid as [R, E / R, in, out])."""
+        return self._as_tensor(cache_name, lambda: _stacked([self.sd[n].t() for n in names], shard), dtype,
+                               ttnn.TILE_LAYOUT, shard=shard)
+
+    def hidden_blocks(self, name: str, hidden_axis: int, parts: int, units: int, dtype: Any, cache_name: str,
+                      shard: Shard | None = None) -> Any:
+        """A dense MLP weight [out, in] (Qwen2-MoE's shared expert) with its hidden units (rows: hidden_axis 0, w1 /
+        w3; columns: 1, w2) split into `parts` blocks of `units`, the last ones padded with zero units, stacked as
+        `experts` stacks experts' weights: each chip of `shard` its block, [1, 1, in, out]."""
         def make() -> torch.Tensor:
-            w = _padded(torch.stack([self.sd[n].t() for n in names]), shard)
-            if shard is not None and shard.mesh_dims is not None:
-                return w.reshape(shard.mesh_shape[0], -1, *w.shape[1:]).contiguous()
-            return w[None].contiguous()
+            w = self.sd[name]
+            w = w if hidden_axis == 1 else w.t()  # [other, hidden]
+            w = torch.nn.functional.pad(w, (0, parts * units - w.shape[1]))
+            blocks = w.reshape(w.shape[0], parts, units).unbind(1)  # each [other, units]
+            return _stacked([b if hidden_axis == 0 else b.t() for b in blocks], shard)
 
         return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT, shard=shard)
 
@@ -244,6 +262,12 @@ class ShapeOnlyWeights(WeightStore):
         return self._empty((1, len(names) // (shard.devices if shard is not None else 1), k,
                             out + (shard.pad if shard is not None else 0)), dtype, ttnn.TILE_LAYOUT)
 
+    def hidden_blocks(self, name: str, hidden_axis: int, parts: int, units: int, dtype: Any, cache_name: str,
+                      shard: Shard | None = None) -> Any:
+        other = self.shapes[name][1 - hidden_axis] + (shard.pad if shard is not None and hidden_axis == 1 else 0)
+        k, n = (other, units) if hidden_axis == 0 else (units, other)
+        return self._empty((1, parts // (shard.devices if shard is not None else 1), k, n), dtype, ttnn.TILE_LAYOUT)
+
     def router(self, name: str, dtype: Any, cache_name: str, orders: list[torch.Tensor],
                grid: tuple[int, int] | None = None) -> Any:
         experts, k = self.shapes[name]
@@ -331,6 +355,10 @@ def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
             shapes.update({name: shape[:1] for name in expert_names(layer, n, which, "bias")})
     if args.moe_bias:
         shapes[p + "gate.bias"] = (n,)
+    if args.shared_expert_dim:  # Qwen2-MoE's shared expert and its gate
+        s = args.shared_expert_dim
+        shapes.update({p + "shared_expert.w1.weight": (s, dim), p + "shared_expert.w3.weight": (s, dim),
+                       p + "shared_expert.w2.weight": (dim, s), p + "shared_expert_gate.weight": (1, dim)})
     return shapes
 
 

@@ -53,6 +53,10 @@ class TTQwen3MoeForCausalLM(_TTAdapter):
     pass
 
 
+class TTQwen2MoeForCausalLM(_TTAdapter):
+    pass
+
+
 class TTMixtralForCausalLM(_TTAdapter):
     pass
 

@@ -169,7 +169,7 @@ def test_bad_input_is_refused_clearly(llama, mesh_device):
     with pytest.raises(UnsupportedModelError, match="supported: LlamaForCausalLM, MistralForCausalLM"):
         TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh_device, BATCH, MAX_SEQ)
     assert set(TT_CLASSES) == {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                               "Gemma3ForCausalLM", "Qwen3MoeForCausalLM", "MixtralForCausalLM",
+                               "Gemma3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM",
                                "GptOssForCausalLM"}
 
 

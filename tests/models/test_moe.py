@@ -111,7 +111,7 @@ def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
     return dst
 
 
-@pytest.mark.parametrize("family", ["qwen3_moe", "mixtral", "gpt_oss"])
+@pytest.mark.parametrize("family", ["qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss"])
 def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp_path):
     path = make_tiny_model(family, tiny_root)
     hf = load_hf(path)
@@ -132,11 +132,12 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
 
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)),
                                                ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (1, 8)),
-                                               ("gpt_oss", (2, 4))])
+                                               ("gpt_oss", (2, 4)), ("qwen2_moe", (1, 8)), ("qwen2_moe", (2, 4))])
 def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
     """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
-    on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K), greedy tokens equal HF's (reference, traced decode
-    of two prompts together) and the performance profile's logits PCC >= 0.99."""
+    on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K; Qwen2-MoE's shared expert 24 units per chip, padded
+    to a tile), greedy tokens equal HF's (reference, traced decode of two prompts together) and the performance
+    profile's logits PCC >= 0.99."""
     path = make_wide_model(family, tiny_root)
     hf = load_hf(path)
     chips = shape[0] * shape[1]
@@ -159,6 +160,45 @@ def test_moe_layers_follow_the_config(tiny_root):
     cfg.shared_expert_intermediate_size = 128
     with pytest.raises(UnsupportedModelError, match="shared experts"):
         ModelArgs.from_hf_config(cfg)
+    qwen2 = ModelArgs.from_hf_config(hf_config(make_tiny_model("qwen2_moe", tiny_root)))
+    assert (qwen2.shared_expert_dim, qwen2.qkv_bias, qwen2.norm_topk_prob, qwen2.experts_per_tok) == (192, True,
+                                                                                                      False, 2)
+
+
+def _shared_altered(src, dst, layer: int, how: str):
+    """A copy of the Qwen2-MoE checkpoint with layer `layer`'s shared expert gate negated (sigmoid(z) -> 1 -
+    sigmoid(z)) or its down projection zeroed (no shared expert)."""
+    shutil.copytree(src, dst)
+    f = dst / "model.safetensors"
+    sd = load_file(f)
+    p = f"model.layers.{layer}.mlp."
+    if how == "gate":
+        sd[p + "shared_expert_gate.weight"] = (-sd[p + "shared_expert_gate.weight"]).contiguous()
+    else:
+        sd[p + "shared_expert.down_proj.weight"] = torch.zeros_like(sd[p + "shared_expert.down_proj.weight"])
+    save_file(sd, f, metadata={"format": "pt"})
+    return dst
+
+
+def test_qwen2_moe_shared_expert_and_its_gate_are_used(mesh_device, tiny_root, tmp_path):
+    """The comparison with HF sees Qwen2-MoE's shared expert: the checkpoint with one layer's shared expert removed,
+    or its gate negated, misses the real model's HF prefill logits by more than the reference threshold, while the
+    real one matches (and each altered one matches its own HF)."""
+    path = make_tiny_model("qwen2_moe", tiny_root)
+    prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()
+    ref = hf_last_logits(load_hf(path), prompt)
+    blocks = torch.arange(1, MAX_SEQ // BLOCK + 1, dtype=torch.int32)[None]
+
+    def prefill(model_dir) -> torch.Tensor:
+        tt, kv = build(model_dir, mesh_device, "reference")
+        return tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks, kv, [len(prompt)])[0, 0]
+
+    assert pcc(prefill(path), ref) >= PCC_MIN["reference"]
+    for how in ("gate", "removed"):
+        altered = _shared_altered(path, tmp_path / how, layer=0, how=how)
+        got = prefill(altered)
+        assert pcc(got, hf_last_logits(load_hf(altered), prompt)) >= PCC_MIN["reference"], how
+        assert pcc(got, ref) < PCC_MIN["reference"], how
 
 
 # GPT-OSS's tiny model draws its sinks near 1.0 (as every 1-D parameter), where HF's logits with and without them
@@ -357,7 +397,8 @@ def _count_all_to_all(monkeypatch) -> dict[str, int]:
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe_unnormed", (1, 2)),
                                                ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)), ("gpt_oss", (1, 8)),
                                                ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (2, 4)),
-                                               ("gpt_oss_padded", (1, 8)), ("gpt_oss_padded", (2, 4))])
+                                               ("gpt_oss_padded", (1, 8)), ("gpt_oss_padded", (2, 4)),
+                                               ("qwen2_moe", (1, 8))])
 def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkeypatch):
     """expert_dispatch "all_to_all": each chip routes its share of the tokens, all_to_all_dispatch sends them to
     their experts' chips (along its row of chips; 2x4: each row's experts, the rows' shares summed down the

@@ -19,6 +19,7 @@ from transformers import (
     MistralConfig,
     MixtralConfig,
     Qwen2Config,
+    Qwen2MoeConfig,
     Qwen3Config,
     Qwen3MoeConfig,
 )
@@ -75,6 +76,13 @@ MOE_FAMILIES = {
                                                 num_experts=8, num_experts_per_tok=3, norm_topk_prob=False,
                                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                                 head_dim=64, tie_word_embeddings=False)),
+    # Qwen2-MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): q/k/v biases, the top-k softmax weights as they are, and a
+    # shared expert on every token, gated by sigmoid(x . shared_expert_gate); its 192 units are 6 tiles on one chip,
+    # 3 per chip on two and padded to one tile per chip on eight.
+    "qwen2_moe": (Qwen2MoeConfig, dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                                       shared_expert_intermediate_size=192, num_experts=8, num_experts_per_tok=2,
+                                       norm_topk_prob=False, num_hidden_layers=2, num_attention_heads=4,
+                                       num_key_value_heads=2, tie_word_embeddings=False)),
     # Mixtral: 2 of 8 experts as Mixtral-8x7B (one per chip of a T3K), always renormalized, a sliding window shorter
     # than the test's prompt + generation.
     "mixtral": (MixtralConfig, dict(hidden_size=128, intermediate_size=96, num_local_experts=8,

@@ -1,4 +1,4 @@
-"""Mixture-of-experts MLP (Qwen3-MoE, Mixtral): a router picks experts_per_tok of the layer's experts for each token
+"""Mixture-of-experts MLP (Qwen3-MoE, Qwen2-MoE, Mixtral, GPT-OSS): a router picks experts_per_tok of the layer's experts for each token
 and the token's output is the experts' gated MLPs summed with the router's weights. Everything runs on the device,
 with no read-back, so a traced decode step replays whatever experts the new tokens choose:
 
@@ -11,7 +11,9 @@ with no read-back, so a traced decode step replays whatever experts the new toke
    an expert run only when some token of the group selected that expert (the sparsity entry is the group's summed
    weight for it), SiLU(gate) * up, then the down projection with the expert axis on the input;
 4. each expert's output is multiplied by its token's weight (zero for experts the token did not select) and the
-   experts summed.
+   experts summed;
+5. Qwen2-MoE: plus the shared expert, a dense SwiGLU MLP every token runs, times sigmoid(x . shared_expert_gate)
+   (plain linears on DRAM; on a mesh its hidden units split over the chips like the experts, _with_shared).
 
 Decode and prefill share the sequence; decode's 32 user rows are one group. Every tensor is interleaved in DRAM:
 the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths.
@@ -38,7 +40,7 @@ import torch
 from tt_models.backend import ttnn
 from tt_models.layers.collectives import gather_columns, reduce_experts
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.parallel import TPPlan, experts_split
+from tt_models.parallel import TPPlan, experts_split, shared_expert_units, single_device_plan
 from tt_models.precision import LayerPrecision
 from tt_models.weights import WeightStore, expert_names
 
@@ -132,6 +134,18 @@ class MoE:
                                     down if w == "w2" else experts)
                 for w in ("w1", "w3", "w2"))
         self.swiglu_clamp = args.swiglu_clamp
+        # Qwen2-MoE's shared expert: its hidden units split over the chips as the experts are (chip d the d-th
+        # block; each chip's partial output joins its experts' partial sum before the reduction), its gate [dim, 1]
+        # on every chip.
+        self.shared = None
+        if args.shared_expert_dim:
+            units, q = shared_expert_units(args, plan or single_device_plan(args)), p + "shared_expert."
+            self.shared = tuple(
+                weights.hidden_blocks(q + f"{w}.weight", 1 if w == "w2" else 0, chips, units,
+                                      prec.ff2 if w == "w2" else prec.ff1_ff3, q + w, down if w == "w2" else experts)
+                for w in ("w1", "w3", "w2"))
+            self.shared_gate = weights.router(p + "shared_expert_gate.weight", ttnn.bfloat16, p + "shared_expert_gate",
+                                              [torch.arange(1)] * chips, grid2d)
         grid = device.compute_with_storage_grid_size()
         grid = (grid.x, grid.y)
         acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
@@ -247,8 +261,36 @@ class MoE:
         ttnn.deallocate(scale)
         summed = ttnn.sum(weighted, dim=1, keepdim=True, memory_config=dram)
         ttnn.deallocate(weighted)
-        out = ttnn.reshape(summed, (1, 1, rows, self.out_dim))
+        out = self._with_shared(x, ttnn.reshape(summed, (1, 1, rows, self.out_dim)))
         return out if self.plan is None else reduce_experts(out, self.plan, memory_config)
+
+    def _with_shared(self, x: Any, routed: Any) -> Any:
+        """routed [1, 1, rows, out_dim] plus Qwen2-MoE's shared expert of x [1, 1, rows, dim]:
+        sigmoid(x . gate) * w2(SiLU(w1 x) * w3 x), on a mesh this chip's share of its hidden units (a partial
+        sum, as the routed one)."""
+        if self.shared is None:
+            return routed
+        dram, prec, kern = ttnn.DRAM_MEMORY_CONFIG, self.prec, self.prec.kernels
+        w1, w3, w2 = self.shared
+        gate = ttnn.linear(x, w1, dtype=prec.residual, memory_config=dram, compute_kernel_config=kern["LI_FF1_FF3"])
+        up = ttnn.linear(x, w3, dtype=prec.residual, memory_config=dram, compute_kernel_config=kern["LI_FF1_FF3"])
+        h = ttnn.mul(gate, up, input_tensor_a_activations=[ttnn.UnaryOpType.SILU], dtype=prec.activation,
+                     memory_config=dram)
+        for t in (gate, up):
+            ttnn.deallocate(t)
+        y = ttnn.linear(h, w2, dtype=prec.residual, memory_config=dram, compute_kernel_config=kern["LI_FF2"])
+        ttnn.deallocate(h)
+        # The gate's logit in fp32, as the router's; sigmoid fused on it in the multiply (broadcast over the row).
+        logit = ttnn.linear(x, self.shared_gate, dtype=ttnn.float32, memory_config=dram,
+                            compute_kernel_config=self.router_kernel)  # [1, 1, rows, 1]
+        scaled = ttnn.mul(y, logit, input_tensor_b_activations=[ttnn.UnaryOpType.SIGMOID], dtype=prec.residual,
+                          memory_config=dram)
+        for t in (y, logit):
+            ttnn.deallocate(t)
+        out = ttnn.add(routed, scaled, dtype=prec.residual, memory_config=dram)
+        for t in (routed, scaled):
+            ttnn.deallocate(t)
+        return out
 
     def _split(self, rows: int) -> tuple[Any, Any]:
         """Per chip d of the line (T = rows / N tokens each, chip d the rows [d * T, (d + 1) * T)): `mine` [1, T]
@@ -379,7 +421,8 @@ class MoE:
         ttnn.deallocate(summed)
         placed = ttnn.embedding(place_ids, table, layout=ttnn.TILE_LAYOUT, memory_config=dram)  # [1, rows, out_dim]
         ttnn.deallocate(table)
-        return reduce_experts(ttnn.reshape(placed, (1, 1, rows, self.out_dim)), self.plan, memory_config)
+        out = self._with_shared(x, ttnn.reshape(placed, (1, 1, rows, self.out_dim)))  # (every row, this chip's units)
+        return reduce_experts(out, self.plan, memory_config)
 
     def _own_row(self, indices: Any, weights: Any) -> tuple[Any, Any]:
         """2-D: the ops reach only the experts of this chip's row. A slot whose expert another row holds gets
