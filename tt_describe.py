@@ -72,6 +72,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     from generator_vllm import TT_CLASSES
     from tt_models.backend import ttnn
     from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
+    from tt_models.parallel import shared_expert_units
 
     arch = next(a for a in cfg.architectures if a in TT_CLASSES)
     gen = TT_CLASSES[arch].initialize_vllm_model(cfg, mesh, max_batch_size=batch, max_seq_len=max_seq_len,
@@ -93,6 +94,9 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
         out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {a.n_experts} experts of {a.moe_hidden_dim} "
                    f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
+        if a.shared_expert_dim:
+            out.append(f"shared expert of {a.shared_expert_dim} units on every token (gated by sigmoid(x . "
+                       f"shared_expert_gate)); {shared_expert_units(a, plan)} units per chip")
     if plan.dim_pad:
         out.append(f"residual padded {a.dim} -> {a.dim + plan.dim_pad} with zero columns: whole tiles on every chip "
                    f"(the norms average over the model's {a.dim}: sliced off a gathered row, or epsilon and gamma "

@@ -210,6 +210,12 @@ def _check_splits(args: ModelArgs, heads: int, columns: int, where: str, pad_res
                                 f"({TILE} columns) per chip (the residual stream is split by columns)")
 
 
+def _check_experts(args: ModelArgs, chips: int, where: str) -> None:
+    """Expert parallel: every chip holds the same number of a MoE layer's experts (tt_models/layers/moe.py)."""
+    if args.n_experts % chips:
+        raise UnsupportedModelError(f"expert parallel {where}: {args.n_experts} experts do not split evenly")
+
+
 def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:
     """The split of this model over a 1xN (or Nx1) mesh, or two ways over an R x C mesh; refuses what does not
     divide, naming the numbers."""
@@ -219,6 +225,7 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
                  f"columns)")
         q, kv = _split_heads(args, rows, where)
         pad = _check_splits(args, rows, cols, where, pad_residual=True)
+        _check_experts(args, rows * cols, where)
         return TPPlan(rows * cols, q, kv, args.hidden_dim // rows, args.vocab_size // rows, (args.dim + pad) // cols,
                       1, (rows, cols), dim_pad=pad)
     n, axis = tp_axis((rows, cols))
@@ -227,6 +234,7 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
     where = f"over {n} chips ({(rows, cols)} mesh)"
     q, kv = _split_heads(args, n, where)
     pad = _check_splits(args, n, n, where, pad_residual=True)
+    _check_experts(args, n, where)
     return TPPlan(n, q, kv, args.hidden_dim // n, args.vocab_size // n, (args.dim + pad) // n, axis, dim_pad=pad)
 
 

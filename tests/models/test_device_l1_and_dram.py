@@ -154,6 +154,9 @@ def test_gemma3_27b_vocabulary_gather_on_t3k(target, old, monkeypatch):
     (("T3K", (1, 8)), "gpt-oss-20b", "bf16"),
     # over 2x4's 4 columns: padded to 2944, QKV / LM head with zero rows, the distributed norms' gamma in fp32
     (("T3K", (2, 4)), "gpt-oss-20b", "bf16"),
+    # Qwen2-MoE: each chip its experts and its share of the shared expert (5632 / 2 units; 20480 / 8), the gate
+    (("N300", (1, 2)), "Qwen1.5-MoE-A2.7B-Chat", "performance"),
+    (("T3K", (2, 4)), "Qwen2-57B-A14B", "performance_bfp4"),
 ], indirect=["target"])
 def test_weight_estimate_is_what_the_allocator_places(target, name, profile, monkeypatch):
     """weight_bank_bytes against the DRAM every bank holds once the weights are placed (the RoPE tables, built

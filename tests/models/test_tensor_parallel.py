@@ -474,10 +474,15 @@ def test_splits_that_do_not_divide_are_refused():
         (replace(_args(), n_heads=12, n_kv_heads=4), (8, 4), r"12 attention heads do not split evenly"),
         (replace(_args(), dim=200), (2, 4), r"hidden size 200 does not split into whole tiles \(32 columns\) per chip"),
         (replace(_args(), hidden_dim=480), (4, 2), "MLP size 480 does not split into whole tiles"),
+        # Qwen1.5-MoE-A2.7B's 60 experts: 30 per chip of an N300, but not a T3K's 8 chips (either shape)
+        (replace(_args(), n_experts=60, experts_per_tok=4), (1, 8), r"expert parallel over 8 chips .*: 60 experts do "
+                                                                    r"not split evenly"),
+        (replace(_args(), n_experts=60, experts_per_tok=4), (2, 4), "60 experts do not split evenly"),
     ]
     for args, shape, message in cases:
         with pytest.raises(UnsupportedModelError, match=message):
             plan_tensor_parallel(args, shape)
+    assert plan_tensor_parallel(replace(_args(), n_experts=60, experts_per_tok=4), (1, 2)).devices == 2
 
 
 def test_a_residual_that_does_not_split_into_tiles_is_padded():

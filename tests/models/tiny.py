@@ -104,6 +104,10 @@ MOE_FAMILIES = {
 # Parameters HF initializes to zero that a family's test model randomizes, so that a missing one shows (GPT-OSS's
 # expert biases).
 ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
+# 1-D parameters that are biases, not norm weights, drawn as the weights are (N(0, initializer_range)) rather than
+# near 1.0: Qwen2-MoE's q/k/v biases near 1.0 make every position's attention output nearly the same vector, and the
+# tiny model's greedy token the same at all 200 positions of a random prompt (32 distinct with these).
+BIASES = {"qwen2_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
 
 
 def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
@@ -122,8 +126,10 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
         for name, p in model.named_parameters():
             if name.endswith(ZERO_INIT.get(family.removesuffix("_wide"), ())):
                 p.normal_(0.0, 0.5)
-        for p in model.parameters():
-            if p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
+        for name, p in model.named_parameters():
+            if name.endswith(BIASES.get(family.removesuffix("_wide"), ())):
+                p.normal_(0.0, COMMON["initializer_range"])
+            elif p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))
             p.copy_(p.to(torch.bfloat16).float())
     model.save_pretrained(out, safe_serialization=True)
