@@ -108,7 +108,7 @@ class TTCausalLM(Generator):
                 meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
                         or int(k.split(".")[1]) < n_layers}
             check_state_dict(meta, checkpoint_args)
-            meta = pad_mlp_weights(meta, args.hidden_dim)
+            meta = pad_mlp_weights(meta, args)
             weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)),
                                   norm_fp32=args.norm_unit_offset)
         max_chunk = overrides.max_prefill_chunk or DEFAULT_PREFILL_CHUNK

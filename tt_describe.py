@@ -91,9 +91,13 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
                    f"{plan.hidden_dim}, vocabulary {plan.vocab}, residual {plan.dim} columns")
     if a.n_experts:
         moe = sum(a.is_moe(i) for i in range(a.n_layers))
-        out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {a.n_experts} experts of {a.moe_hidden_dim} "
+        experts = a.experts_padded_from or a.n_experts
+        out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {experts} experts of {a.moe_hidden_dim} "
                    f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
+        if a.experts_padded_from:
+            out.append(f"experts padded {experts} -> {a.n_experts} with zero experts no token selects (router "
+                       f"logit -1e30): the same number on every chip")
         if a.shared_expert_dim:
             out.append(f"shared expert of {a.shared_expert_dim} units on every token (gated by sigmoid(x . "
                        f"shared_expert_gate)); {shared_expert_units(a, plan)} units per chip")

@@ -65,13 +65,15 @@ def test_describe_splits_qwen3_moes_experts_over_a_t3k(capsys):
 def test_describe_splits_qwen2_moes_shared_expert_with_its_experts(capsys):
     # Qwen2-57B-A14B: 64 experts of 2560 units, 8 per token, and a shared expert of 20480 units; as 2x4 on a T3K
     # (its 28 heads do not split over 8 chips): 8 experts and 20480 / 8 = 2560 shared units per chip. Qwen1.5-MoE's
-    # 60 experts do not split over a T3K's 8 chips.
+    # 60 experts do not split over a T3K's 8 chips: padded to 64.
     assert main(["Qwen2-57B-A14B", "--device", "T3K", "--mesh-shape", "2x4", "--layers", "2"]) == 0
     out = capsys.readouterr().out
     assert "64 experts of 2560 units, 8 per token; 8 experts per chip" in out
     assert "shared expert of 20480 units on every token" in out and "2560 units per chip" in out
-    assert main(["Qwen1.5-MoE-A2.7B-Chat", "--device", "T3K", "--layers", "2"]) == 1
-    assert "60 experts do not split evenly" in capsys.readouterr().out
+    assert main(["Qwen1.5-MoE-A2.7B-Chat", "--device", "T3K", "--layers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "60 experts of 1408 units, 4 per token; 8 experts per chip" in out
+    assert "experts padded 60 -> 64 with zero experts no token selects" in out
 
 
 def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_a_t3k(capsys):

@@ -166,6 +166,9 @@ class ModelArgs:
     experts_per_tok: int = 0
     moe_hidden_dim: int = 0
     norm_topk_prob: bool = False
+    # The checkpoint's expert count when n_experts was padded with never-selected experts so that every chip holds
+    # the same number (tt_models.parallel.pad_mlp); None when it is the checkpoint's own.
+    experts_padded_from: int | None = None
     # Per layer, whether its MLP is the MoE block (Qwen3-MoE's mlp_only_layers / decoder_sparse_step keep some dense).
     moe_layers: tuple[bool, ...] = ()
     # Qwen2-MoE's shared expert: a SwiGLU MLP of this many units that every token of a MoE layer also runs, scaled by

@@ -184,12 +184,19 @@ def head_groups(mesh_shape: tuple[int, int]) -> int:
 def pad_mlp(args: ModelArgs, mesh_shape: tuple[int, int]) -> ModelArgs:
     """The model with its MLP hidden size padded up to whole tiles per chip (Qwen2.5-72B's 29,568 units are 115.5
     tiles on each of 8 chips): the extra units have zero w1/w3 rows and zero w2 columns (tt_models.checkpoint
-    pad_mlp_weights), so silu(0) * 0 adds nothing and the output is the checkpoint's exactly."""
+    pad_mlp_weights), so silu(0) * 0 adds nothing and the output is the checkpoint's exactly. A MoE model's experts
+    likewise, up to a multiple of the chips they spread over (Qwen1.5-MoE-A2.7B's 60 over 8: 64): the extra experts
+    have zero weights and a router logit of -1e30 (a router bias), so no token selects one and the softmax gives
+    them nothing."""
     unit = TILE * head_groups(mesh_shape)
     padded = -(-args.hidden_dim // unit) * unit
-    if padded == args.hidden_dim:
-        return args
-    return replace(args, hidden_dim=padded, mlp_padded_from=args.mlp_padded_from or args.hidden_dim)
+    if padded != args.hidden_dim:
+        args = replace(args, hidden_dim=padded, mlp_padded_from=args.mlp_padded_from or args.hidden_dim)
+    chips = math.prod(tuple(mesh_shape))
+    if args.n_experts % chips:
+        args = replace(args, n_experts=-(-args.n_experts // chips) * chips,
+                       experts_padded_from=args.experts_padded_from or args.n_experts)
+    return args
 
 
 def _check_splits(args: ModelArgs, heads: int, columns: int, where: str, pad_residual: bool = False) -> int:
@@ -345,8 +352,9 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             total += 2 * interleaved(experts * per_expert, tile_bytes(p.ff1_ff3))
             total += interleaved(experts * _tiles(hid) * _tiles(plan.padded_width), tile_bytes(p.ff2))
             total += interleaved(_tiles(args.dim) * _tiles(args.n_experts), 2048)
-            if args.moe_bias:  # GPT-OSS: the router's bias [1, 1, 1, E] and the experts' [1, E / N, 1, out], bf16
+            if args.moe_bias or args.experts_padded_from:  # the router's bias [1, 1, 1, E], bf16
                 total += tile_row(args.n_experts, 2048)
+            if args.moe_bias:  # GPT-OSS: the experts' biases [1, E / N, 1, out], bf16
                 total += 2 * interleaved(experts * _tiles(hid), 2048)
                 total += interleaved(experts * _tiles(plan.padded_width), 2048)
             if args.shared_expert_dim:  # Qwen2-MoE: this chip's share of the shared expert and its gate [dim, 1]

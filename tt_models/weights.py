@@ -353,7 +353,7 @@ def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
         shapes.update({name: shape for name in expert_names(layer, n, which)})
         if args.moe_bias:  # GPT-OSS: a bias on the router and on each expert's projections
             shapes.update({name: shape[:1] for name in expert_names(layer, n, which, "bias")})
-    if args.moe_bias:
+    if args.moe_bias or args.experts_padded_from:  # (padded experts: their -1e30 logits)
         shapes[p + "gate.bias"] = (n,)
     if args.shared_expert_dim:  # Qwen2-MoE's shared expert and its gate
         s = args.shared_expert_dim

@@ -32,7 +32,7 @@ from tests.models.tiny import (
 from tt_models.backend import ttnn
 from tt_models.data_parallel import DataParallel
 from tt_models.model_args import ModelArgs, UnsupportedModelError
-from tt_models.parallel import plan_tensor_parallel
+from tt_models.parallel import pad_mlp, plan_tensor_parallel
 
 BATCH, BLOCK, NUM_BLOCKS, MAX_SEQ = 4, 32, 64, 256
 WIDTH = MAX_SEQ // BLOCK
@@ -474,7 +474,7 @@ def test_splits_that_do_not_divide_are_refused():
         (replace(_args(), n_heads=12, n_kv_heads=4), (8, 4), r"12 attention heads do not split evenly"),
         (replace(_args(), dim=200), (2, 4), r"hidden size 200 does not split into whole tiles \(32 columns\) per chip"),
         (replace(_args(), hidden_dim=480), (4, 2), "MLP size 480 does not split into whole tiles"),
-        # Qwen1.5-MoE-A2.7B's 60 experts: 30 per chip of an N300, but not a T3K's 8 chips (either shape)
+        # Qwen1.5-MoE-A2.7B's 60 experts over a T3K's 8 chips, unpadded (pad_mlp pads them, below)
         (replace(_args(), n_experts=60, experts_per_tok=4), (1, 8), r"expert parallel over 8 chips .*: 60 experts do "
                                                                     r"not split evenly"),
         (replace(_args(), n_experts=60, experts_per_tok=4), (2, 4), "60 experts do not split evenly"),
@@ -482,7 +482,12 @@ def test_splits_that_do_not_divide_are_refused():
     for args, shape, message in cases:
         with pytest.raises(UnsupportedModelError, match=message):
             plan_tensor_parallel(args, shape)
-    assert plan_tensor_parallel(replace(_args(), n_experts=60, experts_per_tok=4), (1, 2)).devices == 2
+    moe = replace(_args(), n_experts=60, experts_per_tok=4)
+    assert plan_tensor_parallel(moe, (1, 2)).devices == 2 and pad_mlp(moe, (1, 2)).n_experts == 60
+    for shape in ((1, 8), (2, 4)):
+        padded = pad_mlp(moe, shape)
+        assert (padded.n_experts, padded.experts_padded_from) == (64, 60)
+        assert plan_tensor_parallel(padded, shape).devices == 8
 
 
 def test_a_residual_that_does_not_split_into_tiles_is_padded():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -106,7 +107,7 @@ MOE_FAMILIES = {
 ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
 # 1-D parameters that are biases, not norm weights, drawn as the weights are (N(0, initializer_range)) rather than
 # near 1.0: Qwen2-MoE's q/k/v biases near 1.0 make every position's attention output nearly the same vector, and the
-# tiny model's greedy token the same at all 200 positions of a random prompt (32 distinct with these).
+# tiny model's greedy token the same at all 200 positions of a random prompt (60 distinct with these).
 BIASES = {"qwen2_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
 
 
@@ -117,6 +118,7 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
     if (out / "config.json").exists():
         return out
     torch.manual_seed(seed)
+    base = re.sub(r"_e\d+$", "", family).removesuffix("_wide")  # (make_odd_experts_model's: the family's table)
     config = cls(**COMMON, **kw)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     with torch.no_grad():
@@ -124,10 +126,10 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
         # every greedy pick is a near-coin-flip. Scaling the output projection makes greedy choices meaningful.
         model.get_output_embeddings().weight.mul_(LOGIT_SCALE)
         for name, p in model.named_parameters():
-            if name.endswith(ZERO_INIT.get(family.removesuffix("_wide"), ())):
+            if name.endswith(ZERO_INIT.get(base, ())):
                 p.normal_(0.0, 0.5)
         for name, p in model.named_parameters():
-            if name.endswith(BIASES.get(family.removesuffix("_wide"), ())):
+            if name.endswith(BIASES.get(base, ())):
                 p.normal_(0.0, COMMON["initializer_range"])
             elif p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))
@@ -205,6 +207,25 @@ def make_padded_model(family: str, root: Path) -> Path:
         return make_tiny_model(f"{family}_padded", root)
     finally:
         del table[f"{family}_padded"]
+
+
+def make_odd_experts_model(family: str, root: Path, experts: int = 12) -> Path:
+    """The family's wide tiny model (make_wide_model) with `experts` experts, which 8 chips do not divide (as
+    Qwen1.5-MoE-A2.7B's 60): a T3K pads them with never-selected experts (tt_models.parallel.pad_mlp)."""
+    table = MOE_FAMILIES
+    cls, base = table[family]
+    kw = dict(base, hidden_size=256, intermediate_size=512, num_attention_heads=8)
+    if "num_local_experts" in base:
+        kw["intermediate_size"] = base["intermediate_size"]
+        kw["num_local_experts"] = experts
+    else:
+        kw["num_experts"] = experts
+    name = f"{family}_e{experts}"
+    table[name] = (cls, kw)
+    try:
+        return make_tiny_model(name, root)
+    finally:
+        del table[name]
 
 
 def load_hf(path: Path) -> torch.nn.Module:

@@ -8,6 +8,8 @@ so the cached K is in the permuted order.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 _RENAMES = (
@@ -113,13 +115,39 @@ def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: in
     return out
 
 
-def pad_mlp_weights(state_dict: dict[str, torch.Tensor], hidden_dim: int) -> dict[str, torch.Tensor]:
-    """The Meta state dict with every layer's MLP padded to hidden_dim units with zeros (w1/w3 rows, w2 columns):
-    the padded units contribute silu(0) * 0 = 0, so the output is unchanged (see tt_models.parallel.pad_mlp)."""
+# A padded expert's router logit: no token's top k reaches it, and exp of it is 0 in every softmax.
+NEVER_ROUTED = -1e30
+
+
+def pad_mlp_weights(state_dict: dict[str, torch.Tensor], args: Any) -> dict[str, torch.Tensor]:
+    """The Meta state dict padded as tt_models.parallel.pad_mlp padded `args`: every dense MLP to args.hidden_dim
+    units with zeros (w1/w3 rows, w2 columns: silu(0) * 0 = 0), and every MoE layer to args.n_experts experts (zero
+    weights and biases, zero router rows, and a router bias of NEVER_ROUTED for them: the checkpoint's own bias, or
+    zeros, for the others), so the output is unchanged."""
+    hidden_dim = args.hidden_dim
     out = dict(state_dict)
     for name, w in state_dict.items():
         if name.endswith(("feed_forward.w1.weight", "feed_forward.w3.weight")) and w.shape[0] < hidden_dim:
             out[name] = torch.nn.functional.pad(w, (0, 0, 0, hidden_dim - w.shape[0]))
         elif name.endswith("feed_forward.w2.weight") and w.shape[1] < hidden_dim:
             out[name] = torch.nn.functional.pad(w, (0, hidden_dim - w.shape[1]))
+    real = args.experts_padded_from
+    if not real:
+        return out
+    for layer in range(args.n_layers):
+        if not args.is_moe(layer):
+            continue
+        p = f"layers.{layer}.feed_forward."
+        gate = state_dict[p + "gate.weight"]
+        extra = args.n_experts - real
+        out[p + "gate.weight"] = torch.cat([gate, gate.new_zeros(extra, gate.shape[1])])
+        bias = state_dict.get(p + "gate.bias", gate.new_zeros(real))
+        out[p + "gate.bias"] = torch.cat([bias, bias.new_full((extra,), NEVER_ROUTED)])
+        for e in range(real, args.n_experts):
+            for which in ("w1", "w3", "w2"):
+                like = state_dict[f"{p}experts.0.{which}.weight"]
+                out[f"{p}experts.{e}.{which}.weight"] = like.new_zeros(like.shape)
+                if f"{p}experts.0.{which}.bias" in state_dict:
+                    like = state_dict[f"{p}experts.0.{which}.bias"]
+                    out[f"{p}experts.{e}.{which}.bias"] = like.new_zeros(like.shape)
     return out

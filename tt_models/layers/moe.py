@@ -121,12 +121,13 @@ class MoE:
         # GPT-OSS: the router's bias (in each chip's column order, as its weight) and each expert's biases,
         # [1, experts, 1, out], added to the sparse products' per-expert blocks.
         self.router_bias = self.router_bias_global = self.b1 = self.b3 = self.b2 = None
-        if args.moe_bias:
+        if args.moe_bias or args.experts_padded_from:  # (padded experts: their never-chosen logits)
             if self.all_to_all:
                 self.router_bias_global = weights.router_bias(p + "gate.bias", p + "gate.bias.global",
                                                               [torch.arange(args.n_experts)])
             else:
                 self.router_bias = weights.router_bias(p + "gate.bias", p + "gate.bias", orders, grid2d)
+        if args.moe_bias:
             self.b1, self.b3, self.b2 = (
                 weights.expert_bias(expert_names(layer, self.n_experts, w, "bias"), p + f"experts.b{w[1]}",
                                     down if w == "w2" else experts)
