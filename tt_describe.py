@@ -72,6 +72,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     from generator_vllm import TT_CLASSES
     from tt_models.backend import ttnn
     from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
+    from tt_models.config import load_model_overrides
     from tt_models.parallel import shared_expert_units
 
     arch = next(a for a in cfg.architectures if a in TT_CLASSES)
@@ -80,6 +81,10 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     m = gen.model
     a, local, plan, lay = m.args, m.local_args, m.plan, m.layouts
     d = lay.decode
+    overrides = load_model_overrides(cfg._name_or_path or "")
+    runs = overrides.profile_for(profile)
+    if runs != profile:  # a model file maps the profile (Llama-3, gpt-oss-120b: performance -> performance_bfp4)
+        profile = f"{profile} (runs {runs}: configs/models/{overrides.source}.yaml)"
     out = [f"{cfg._name_or_path or arch}: {arch}, {a.n_layers} layers, hidden {a.dim}, {a.n_heads} heads "
            f"({a.n_kv_heads} KV) x {a.head_dim}, MLP {a.hidden_dim}, vocabulary {a.vocab_size}",
            f"device: {tuple(mesh.shape)} mesh, {lay.grid[0]}x{lay.grid[1]} cores per chip, "

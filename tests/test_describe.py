@@ -76,6 +76,17 @@ def test_describe_splits_qwen2_moes_shared_expert_with_its_experts(capsys):
     assert "experts padded 60 -> 64 with zero experts no token selects" in out
 
 
+def test_describe_runs_gpt_oss_120b_as_tenstorrent_does_on_a_t3k(capsys):
+    # gpt-oss-120b's `performance` is performance_bfp4 (its model file: tt-metal keeps GPT-OSS experts in
+    # bfloat4_b), 16 of its 128 experts per chip of a T3K; 41.5 GiB per chip of an N300 is refused.
+    assert main(["gpt-oss-120b", "--device", "T3K", "--layers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "profile performance (runs performance_bfp4: configs/models/gpt_oss_120b.yaml)" in out
+    assert "128 experts of 2880 units, 4 per token; 16 experts per chip" in out
+    assert main(["gpt-oss-120b", "--device", "N300"]) == 1
+    assert "cannot run on N300: the model does not fit a (1, 2) mesh" in capsys.readouterr().out
+
+
 def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_a_t3k(capsys):
     # gpt-oss-20b (bf16): 32 experts of 2880 units, 4 per token; 16 experts per chip of an N300. Its KV: 8 KV heads of
     # 64 split over 2 chips (4 per chip), bfloat8_b: 2 x 4 x 64 x 1.0625 = 544 B per token per layer.
