@@ -71,8 +71,8 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     memory) when it cannot run on this mesh."""
     from generator_vllm import TT_CLASSES
     from tt_models.backend import ttnn
-    from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
     from tt_models.config import load_model_overrides
+    from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
     from tt_models.parallel import shared_expert_units
 
     arch = next(a for a in cfg.architectures if a in TT_CLASSES)
