@@ -3,7 +3,9 @@
 A random Qwen3-MoE of Qwen3-30B-A3B's structure at a CPU-sized width (default: hidden 512, 4 layers, 8 heads / 2 KV
 heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once to a temp folder; or with
 `--family gpt_oss` a random GPT-OSS of gpt-oss-20b's structure at the same width (32 experts, 4 per token unless
---top-k says otherwise, layers alternating sliding 128 / full attention, sinks, biases, clamped SwiGLU, YaRN):
+--top-k says otherwise, layers alternating sliding 128 / full attention, sinks, biases, clamped SwiGLU, YaRN); or with
+`--family qwen2_moe` a random Qwen2-MoE of Qwen1.5-MoE-A2.7B's structure (60 experts, 4 per token, a shared expert,
+q/k/v biases; on 1x8 the experts are padded to 64):
 
 - `vs_hf`: traced decode tokens/s at batch 32 on one simulated chip, per profile, against HF eager `generate` at
   batch 32 in fp32 and bf16 on the same CPU; `ratio_b32_sim_over_best_hf` uses the faster HF dtype.
@@ -27,7 +29,7 @@ from bench_mesh_decode import tp_step_s
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
-from transformers import AutoModelForCausalLM, GptOssConfig, Qwen3MoeConfig  # noqa: E402
+from transformers import AutoModelForCausalLM, GptOssConfig, Qwen2MoeConfig, Qwen3MoeConfig  # noqa: E402
 
 
 def make_model(root: Path, a: argparse.Namespace) -> Path:
@@ -42,6 +44,17 @@ def make_model(root: Path, a: argparse.Namespace) -> Path:
                            swiglu_limit=7.0, attention_bias=True, tie_word_embeddings=False,
                            rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=32.0, beta_fast=32.0,
                                                 beta_slow=1.0, truncate=False, original_max_position_embeddings=4096))
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
+        return root
+    if a.family == "qwen2_moe":
+        # Qwen1.5-MoE-A2.7B's options at this width: q/k/v biases, unnormalized top-k weights, a shared expert of 4
+        # experts' units; 60 experts (default) over 8 chips are padded to 64.
+        cfg = Qwen2MoeConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=4 * a.expert_units,
+                             moe_intermediate_size=a.expert_units, shared_expert_intermediate_size=4 * a.expert_units,
+                             num_experts=a.experts, num_experts_per_tok=a.top_k, norm_topk_prob=False,
+                             num_hidden_layers=a.layers, num_attention_heads=8, num_key_value_heads=8,
+                             max_position_embeddings=2048, tie_word_embeddings=False)
         torch.manual_seed(0)
         AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
         return root
@@ -72,9 +85,9 @@ def main() -> None:
     p.add_argument("part", nargs="?", choices=("vs_hf", "ep", "all"), default="all")
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--experts", type=int, default=32)
-    p.add_argument("--family", choices=("qwen3_moe", "gpt_oss"), default="qwen3_moe")
-    p.add_argument("--top-k", type=int, help="experts per token (default: 8 for qwen3_moe, 4 for gpt_oss)")
+    p.add_argument("--experts", type=int, help="default: 60 for qwen2_moe, else 32")
+    p.add_argument("--family", choices=("qwen3_moe", "qwen2_moe", "gpt_oss"), default="qwen3_moe")
+    p.add_argument("--top-k", type=int, help="experts per token (default: 8 for qwen3_moe, 4 for the others)")
     p.add_argument("--expert-units", type=int, default=256)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--batch", type=int, default=32)
@@ -84,7 +97,9 @@ def main() -> None:
     p.add_argument("--out", help="also write the JSON here")
     a = p.parse_args()
     if a.top_k is None:
-        a.top_k = 4 if a.family == "gpt_oss" else 8
+        a.top_k = 8 if a.family == "qwen3_moe" else 4
+    if a.experts is None:
+        a.experts = 60 if a.family == "qwen2_moe" else 32
     out: dict[str, Any] = {
         "model": f"{a.family} hidden {a.hidden}, {a.layers} layers, {a.experts} experts x {a.expert_units} units, "
                  f"top {a.top_k}, vocab {a.vocab}",
