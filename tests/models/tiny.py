@@ -172,60 +172,51 @@ def make_mxfp4_gpt_oss(root: Path) -> Path:
     return out
 
 
-def make_wide_model(family: str, root: Path) -> Path:
-    """The family's tiny model widened to 8 heads (hidden 256, MLP 512), so that 2 or 8 chips split it for tensor
-    parallel; the family's KV heads are kept (MHA stays MHA: 8), so most have fewer KV heads than 8 chips."""
+def _widened(family: str, hidden: int) -> tuple[dict, type, dict]:
+    """The family's table, config class and kwargs widened to 8 heads (hidden `hidden`, MLP 512), so that 2 or 8
+    chips split it for tensor parallel; the family's KV heads are kept (MHA stays MHA: 8)."""
     table = FAMILIES if family in FAMILIES else MOE_FAMILIES
     cls, base = table[family]
-    kw = dict(base, hidden_size=256, intermediate_size=512, num_attention_heads=8)
+    kw = dict(base, hidden_size=hidden, intermediate_size=512, num_attention_heads=8)
     if "num_local_experts" in base:  # Mixtral's experts are intermediate_size wide: keep them
         kw["intermediate_size"] = base["intermediate_size"]
     if base["num_key_value_heads"] == base["num_attention_heads"]:
         kw["num_key_value_heads"] = 8
-    table[f"{family}_wide"] = (cls, kw)
+    return table, cls, kw
+
+
+def _make_variant(table: dict, name: str, cls: type, kw: dict, root: Path) -> Path:
+    """make_tiny_model of a variant registered under `name` for the call."""
+    table[name] = (cls, kw)
     try:
-        return make_tiny_model(f"{family}_wide", root)
+        return make_tiny_model(name, root)
     finally:
-        del table[f"{family}_wide"]
+        del table[name]
+
+
+def make_wide_model(family: str, root: Path) -> Path:
+    """The family's tiny model widened to 8 heads (hidden 256, MLP 512), so that 2 or 8 chips split it for tensor
+    parallel; the family's KV heads are kept (MHA stays MHA: 8), so most have fewer KV heads than 8 chips."""
+    table, cls, kw = _widened(family, 256)
+    return _make_variant(table, f"{family}_wide", cls, kw, root)
 
 
 def make_padded_model(family: str, root: Path) -> Path:
     """The family's wide tiny model (make_wide_model) with hidden size 480: 15 tiles, which split into whole tiles
     over neither 2 nor 8 chips (as gpt-oss's 2880, 90 tiles, over 8), so a 1xN mesh pads its residual (to 512: 8 or 2
     tiles per chip, the last chip's share half zero columns)."""
-    table = FAMILIES if family in FAMILIES else MOE_FAMILIES
-    cls, base = table[family]
-    kw = dict(base, hidden_size=480, intermediate_size=512, num_attention_heads=8)
-    if "num_local_experts" in base:
-        kw["intermediate_size"] = base["intermediate_size"]
-    if base["num_key_value_heads"] == base["num_attention_heads"]:
-        kw["num_key_value_heads"] = 8
-    if "head_dim" not in base:
+    table, cls, kw = _widened(family, 480)
+    if "head_dim" not in table[family][1]:
         kw["head_dim"] = 64  # 480 / 8 heads is 60: keep the tiny models' head size
-    table[f"{family}_padded"] = (cls, kw)
-    try:
-        return make_tiny_model(f"{family}_padded", root)
-    finally:
-        del table[f"{family}_padded"]
+    return _make_variant(table, f"{family}_padded", cls, kw, root)
 
 
 def make_odd_experts_model(family: str, root: Path, experts: int = 12) -> Path:
     """The family's wide tiny model (make_wide_model) with `experts` experts, which 8 chips do not divide (as
     Qwen1.5-MoE-A2.7B's 60): a T3K pads them with never-selected experts (tt_models.parallel.pad_mlp)."""
-    table = MOE_FAMILIES
-    cls, base = table[family]
-    kw = dict(base, hidden_size=256, intermediate_size=512, num_attention_heads=8)
-    if "num_local_experts" in base:
-        kw["intermediate_size"] = base["intermediate_size"]
-        kw["num_local_experts"] = experts
-    else:
-        kw["num_experts"] = experts
-    name = f"{family}_e{experts}"
-    table[name] = (cls, kw)
-    try:
-        return make_tiny_model(name, root)
-    finally:
-        del table[name]
+    table, cls, kw = _widened(family, 256)
+    kw["num_local_experts" if "num_local_experts" in kw else "num_experts"] = experts
+    return _make_variant(table, f"{family}_e{experts}", cls, kw, root)
 
 
 def load_hf(path: Path) -> torch.nn.Module:

@@ -143,11 +143,8 @@ def pad_mlp_weights(state_dict: dict[str, torch.Tensor], args: Any) -> dict[str,
         out[p + "gate.weight"] = torch.cat([gate, gate.new_zeros(extra, gate.shape[1])])
         bias = state_dict.get(p + "gate.bias", gate.new_zeros(real))
         out[p + "gate.bias"] = torch.cat([bias, bias.new_full((extra,), NEVER_ROUTED)])
+        # Each padded expert's tensors: zeros shaped as expert 0's (its weights, and GPT-OSS's biases).
+        first = {n[len(p + "experts.0."):]: w for n, w in state_dict.items() if n.startswith(p + "experts.0.")}
         for e in range(real, args.n_experts):
-            for which in ("w1", "w3", "w2"):
-                like = state_dict[f"{p}experts.0.{which}.weight"]
-                out[f"{p}experts.{e}.{which}.weight"] = like.new_zeros(like.shape)
-                if f"{p}experts.0.{which}.bias" in state_dict:
-                    like = state_dict[f"{p}experts.0.{which}.bias"]
-                    out[f"{p}experts.{e}.{which}.bias"] = like.new_zeros(like.shape)
+            out.update({f"{p}experts.{e}.{tail}": w.new_zeros(w.shape) for tail, w in first.items()})
     return out
