@@ -103,7 +103,14 @@ class TTCausalLM(Generator):
             weights: WeightStore = ShapeOnlyWeights(meta_shapes(args), mesh_device, args.norm_unit_offset)
         else:
             meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim,
-                              sandwich_norms=args.sandwich_norms, norm_unit_offset=args.norm_unit_offset)
+                              sandwich_norms=args.sandwich_norms, norm_unit_offset=args.norm_unit_offset,
+                              rotary_dim=args.rotary_dim)
+            # GLM-4.5 / DeepSeek-V3 checkpoints carry their multi-token-prediction layers after the model's own
+            # (num_nextn_predict_layers); HF leaves them unread, and so does this model.
+            nextn = int(getattr(hf_config, "num_nextn_predict_layers", 0) or 0)
+            if nextn:
+                meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
+                        or int(k.split(".")[1]) < checkpoint_args.n_layers}
             if n_layers is not None:  # the first n_layers of a deeper checkpoint
                 meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
                         or int(k.split(".")[1]) < n_layers}
@@ -303,6 +310,11 @@ class TTGptOssForCausalLM(TTCausalLM):
     architecture = "GptOssForCausalLM"
 
 
+class TTGlm4MoeForCausalLM(TTCausalLM):
+    architecture = "Glm4MoeForCausalLM"
+
+
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
                                            TTQwen3ForCausalLM, TTGemma3ForCausalLM, TTQwen3MoeForCausalLM,
-                                           TTQwen2MoeForCausalLM, TTMixtralForCausalLM, TTGptOssForCausalLM)}
+                                           TTQwen2MoeForCausalLM, TTMixtralForCausalLM, TTGptOssForCausalLM,
+                                           TTGlm4MoeForCausalLM)}

@@ -100,12 +100,20 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
         out.append(f"mixture of experts in {moe} of {a.n_layers} layers: {experts} experts of {a.moe_hidden_dim} "
                    f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
+        if a.router_scoring == "sigmoid":
+            out.append(f"routing: sigmoid scores, the top {a.experts_per_tok} of score + correction bias, "
+                       + ("renormalized, " if a.norm_topk_prob else "") + f"times {a.routed_scaling:g}")
         if a.experts_padded_from:
             out.append(f"experts padded {experts} -> {a.n_experts} with zero experts no token selects (router "
-                       f"logit -1e30): the same number on every chip")
+                       f"{'score bias' if a.router_scoring == 'sigmoid' else 'logit'} -1e30): the same number on "
+                       f"every chip")
         if a.shared_expert_dim:
-            out.append(f"shared expert of {a.shared_expert_dim} units on every token (gated by sigmoid(x . "
-                       f"shared_expert_gate)); {shared_expert_units(a, plan)} units per chip")
+            gate = "gated by sigmoid(x . shared_expert_gate)" if a.shared_expert_gated else "ungated"
+            out.append(f"shared expert of {a.shared_expert_dim} units on every token ({gate}); "
+                       f"{shared_expert_units(a, plan)} units per chip")
+    if a.rotary_dim:
+        out.append(f"RoPE on the first {a.rotary_dim} of each head's {a.head_dim} channels (the rest pass through: "
+                   f"cos 1, sin 0)")
     if plan.dim_pad:
         out.append(f"residual padded {a.dim} -> {a.dim + plan.dim_pad} with zero columns: whole tiles on every chip "
                    f"(the norms average over the model's {a.dim}: sliced off a gathered row, or epsilon and gamma "

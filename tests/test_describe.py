@@ -87,6 +87,23 @@ def test_describe_runs_gpt_oss_120b_as_tenstorrent_does_on_a_t3k(capsys):
     assert "cannot run on N300: the model does not fit a (1, 2) mesh" in capsys.readouterr().out
 
 
+def test_describe_routes_glm_4_5_air_as_deepseek_v3_on_a_t3k(capsys):
+    # GLM-4.5-Air: a dense first layer, then 128 experts of 1408 units, 8 per token by sigmoid score + correction
+    # bias (routed_scaling_factor 1.0), one ungated shared expert of 1408 units (176 per chip of a T3K, padded to 6
+    # tiles), RoPE on 64 of 128 channels. All 46 layers: 13.4 GiB per chip in `performance`, refused; 9.48 in
+    # `performance_bfp4` (the real ttnn's allocator on a mock T3K places the same, docs/checkpoint-matrix.md).
+    assert main(["GLM-4.5-Air", "--device", "T3K", "--layers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "mixture of experts in 1 of 2 layers: 128 experts of 1408 units, 8 per token; 16 experts per chip" in out
+    assert "routing: sigmoid scores, the top 8 of score + correction bias, renormalized, times 1" in out
+    assert "shared expert of 1408 units on every token (ungated); 192 units per chip" in out
+    assert "RoPE on the first 64 of each head's 128 channels" in out
+    assert main(["GLM-4.5-Air", "--device", "T3K"]) == 1
+    assert "its weights take 13.38 GiB per chip" in capsys.readouterr().out
+    assert main(["GLM-4.5-Air", "--device", "T3K", "--profile", "performance_bfp4"]) == 0
+    assert "memory per chip: weights 9.48 GiB of 11.94 GiB DRAM" in capsys.readouterr().out
+
+
 def test_describe_splits_gpt_oss_20bs_experts_over_an_n300_and_a_t3k(capsys):
     # gpt-oss-20b (bf16): 32 experts of 2880 units, 4 per token; 16 experts per chip of an N300. Its KV: 8 KV heads of
     # 64 split over 2 chips (4 per chip), bfloat8_b: 2 x 4 x 64 x 1.0625 = 544 B per token per layer.

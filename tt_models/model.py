@@ -108,7 +108,8 @@ class Transformer:
         return tables[self.kv_groups[layer]] if isinstance(tables, (list, tuple)) else tables
 
     def _rope_tables(self, kind: str | None) -> RopeTables:
-        cos, sin = cos_sin_tables(self.args.hf_config, self.args.head_dim, self.max_positions, kind)
+        cos, sin = cos_sin_tables(self.args.hf_config, self.args.head_dim, self.max_positions, kind,
+                                  self.args.rotary_dim)
         # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
         return RopeTables(self._const(cos, ttnn.TILE_LAYOUT), self._const(sin, ttnn.TILE_LAYOUT),
                           self._const(cos, ttnn.ROW_MAJOR_LAYOUT), self._const(sin, ttnn.ROW_MAJOR_LAYOUT))

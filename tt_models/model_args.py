@@ -18,6 +18,7 @@ SUPPORTED_ARCHITECTURES = {
     "Qwen2MoeForCausalLM": "qwen2_moe",
     "MixtralForCausalLM": "mixtral",
     "GptOssForCausalLM": "gpt_oss",
+    "Glm4MoeForCausalLM": "glm4_moe",
 }
 # Architectures people ask for that are refused, with the reason (rather than only "unsupported").
 REFUSED_ARCHITECTURES = {
@@ -28,9 +29,9 @@ REFUSED_ARCHITECTURES = {
                                       "gemma-3-1b, is)",
 }
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
-MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss"}
+MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss", "glm4_moe": "glm4_moe"}
 # Mixture-of-experts families: their MLPs are a router over experts (tt_models/layers/moe.py).
-MOE_FAMILIES = ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss")
+MOE_FAMILIES = ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss", "glm4_moe")
 # yarn: GPT-OSS's; its inverse frequencies and cos/sin scaling come from transformers' own function (tt_models/rope.py).
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
@@ -60,6 +61,8 @@ NEUTRAL_FIELDS: dict[str, Any] = {
     "attention_chunk_size": None,
     "use_bidirectional_attention": False,  # EmbeddingGemma: attention without the causal mask
 }
+# NEUTRAL_FIELDS a family reads itself (GLM-4.5: RoPE on the first half of each head, q/k norm in the 355B model).
+FAMILY_FIELDS = {"glm4_moe": ("partial_rotary_factor", "use_qk_norm")}
 
 
 class UnsupportedModelError(ValueError):
@@ -68,7 +71,8 @@ class UnsupportedModelError(ValueError):
 
 def _moe_fields(config: Any, family: str) -> dict[str, Any]:
     """ModelArgs' mixture-of-experts fields from an HF Qwen3-MoE / Mixtral config."""
-    experts = getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None) or 0
+    experts = (getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None)
+               or getattr(config, "n_routed_experts", None) or 0)
     k = config.num_experts_per_tok
     if experts < 2 or not 1 <= k <= experts:
         raise UnsupportedModelError(f"{experts} experts with {k} per token: expected at least 2 experts and "
@@ -85,6 +89,8 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
         # Mixtral's experts are intermediate_size wide, every layer is MoE and the top-k weights always sum to 1.
         return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.intermediate_size,
                     norm_topk_prob=True, moe_layers=(True,) * n)
+    if family == "glm4_moe":
+        return _sigmoid_routed_fields(config, experts, k, n)
     dense = set(getattr(config, "mlp_only_layers", None) or ())
     step = getattr(config, "decoder_sparse_step", 1) or 1
     # Qwen2-MoE: every MoE layer also runs one shared expert (a dense SwiGLU MLP) on every token, its output scaled
@@ -94,6 +100,26 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
                 norm_topk_prob=bool(getattr(config, "norm_topk_prob", False)),
                 moe_layers=tuple(i not in dense and (i + 1) % step == 0 for i in range(n)),
                 shared_expert_dim=shared)
+
+
+def _sigmoid_routed_fields(config: Any, experts: int, k: int, n: int) -> dict[str, Any]:
+    """GLM-4.5's (DeepSeek-V3's) routing: each expert's score is sigmoid(logit); a token takes the k experts of
+    highest score + e_score_correction_bias (the bias only chooses), weighted by their scores, renormalized when
+    norm_topk_prob, times routed_scaling_factor. The first first_k_dense_replace layers are dense; every MoE layer
+    also runs n_shared_experts ungated shared experts (one MLP of n_shared * moe_intermediate_size units)."""
+    groups, kept = int(getattr(config, "n_group", 1) or 1), int(getattr(config, "topk_group", 1) or 1)
+    if kept < groups:
+        # DeepSeek-V3's group-limited routing (keep the topk_group groups of best top-2 sums): not implemented.
+        # GLM-4.5 and GLM-4.5-Air have one group, where the limit keeps every expert.
+        raise UnsupportedModelError(f"group-limited routing (n_group={groups}, topk_group={kept}) is not "
+                                    f"implemented; only n_group == topk_group (every expert eligible)")
+    dense = int(getattr(config, "first_k_dense_replace", 0) or 0)
+    return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.moe_intermediate_size,
+                norm_topk_prob=bool(getattr(config, "norm_topk_prob", True)),
+                moe_layers=tuple(i >= dense for i in range(n)),
+                shared_expert_dim=int(getattr(config, "n_shared_experts", 0) or 0) * config.moe_intermediate_size,
+                shared_expert_gated=False, router_scoring="sigmoid",
+                routed_scaling=float(getattr(config, "routed_scaling_factor", 1.0) or 1.0))
 
 
 def _refuse_quantization(config: Any, family: str) -> None:
@@ -115,6 +141,8 @@ def _refuse_quantization(config: Any, family: str) -> None:
 def _refuse_unsupported_fields(config: Any, family: str) -> None:
     _refuse_quantization(config, family)
     for field, neutral in NEUTRAL_FIELDS.items():
+        if field in FAMILY_FIELDS.get(family, ()):
+            continue
         value = getattr(config, field, neutral)
         if value not in (neutral, None) and not (neutral is None and value in ((), [], {}, 0)):
             raise UnsupportedModelError(f"config field {field}={value!r} changes the model's math and is not "
@@ -122,7 +150,7 @@ def _refuse_unsupported_fields(config: Any, family: str) -> None:
     if family in MOE_FAMILIES and family != "qwen2_moe" and getattr(config, "shared_expert_intermediate_size", 0):
         raise UnsupportedModelError(f"shared experts (shared_expert_intermediate_size) are implemented for Qwen2-MoE "
                                     f"only, not {family}")
-    if family not in ("qwen2", "qwen2_moe", "gpt_oss") and getattr(config, "attention_bias", False):
+    if family not in ("qwen2", "qwen2_moe", "gpt_oss", "glm4_moe") and getattr(config, "attention_bias", False):
         # Llama / Mistral / Qwen3 configs put a bias on q, k, v and o_proj together.
         raise UnsupportedModelError(f"attention_bias=True ({family}: biases on q/k/v and o_proj): the o_proj bias is "
                                     f"not implemented")
@@ -172,8 +200,15 @@ class ModelArgs:
     # Per layer, whether its MLP is the MoE block (Qwen3-MoE's mlp_only_layers / decoder_sparse_step keep some dense).
     moe_layers: tuple[bool, ...] = ()
     # Qwen2-MoE's shared expert: a SwiGLU MLP of this many units that every token of a MoE layer also runs, scaled by
-    # sigmoid(shared_expert_gate . x) and added to the routed experts' sum (0: none).
+    # sigmoid(shared_expert_gate . x) and added to the routed experts' sum (0: none). GLM-4.5's shared experts
+    # (shared_expert_gated False) are added as they are.
     shared_expert_dim: int = 0
+    shared_expert_gated: bool = True
+    # How the router scores experts: "softmax" over the logits, or "sigmoid" of each logit (GLM-4.5, DeepSeek-V3),
+    # where the top k are chosen by score + a per-expert correction bias (feed_forward.gate.score_bias) and the
+    # chosen scores, renormalized when norm_topk_prob, are multiplied by routed_scaling.
+    router_scoring: str = "softmax"
+    routed_scaling: float = 1.0
     # GPT-OSS's switches: biases on the router and on every expert's gate, up and down projections; the experts'
     # clamped SwiGLU (alpha, limit): (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     # (None: SiLU(gate) * up); a bias on o_proj; one learned sink logit per attention head.
@@ -183,6 +218,9 @@ class ModelArgs:
     attention_sinks: bool = False
     # Whether the config keeps one RoPE setting per layer type (Gemma 3), so that each type has its own table.
     rope_per_kind: bool = False
+    # The leading channels of each head that RoPE rotates (partial_rotary_factor * head_dim); the rest pass as they
+    # are. None: the whole head.
+    rotary_dim: int | None = None
 
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
@@ -234,7 +272,14 @@ class ModelArgs:
         elif window is not None:
             if any(t != SLIDING for t in getattr(config, "layer_types", None) or []):
                 raise UnsupportedModelError("mixed sliding/full attention layers are not supported")
-        gemma, gpt_oss = family == "gemma3", family == "gpt_oss"
+        gemma, gpt_oss, glm = family == "gemma3", family == "gpt_oss", family == "glm4_moe"
+        rotary_dim = None
+        partial = float(getattr(config, "partial_rotary_factor", 1.0) or 1.0) if glm else 1.0
+        if partial != 1.0:
+            rotary_dim = int(head_dim * partial)  # (as transformers' rope functions size it)
+            if rotary_dim % 2 or not 0 < rotary_dim < head_dim:
+                raise UnsupportedModelError(f"partial_rotary_factor {partial} of head_dim {head_dim}: the rotated "
+                                            f"part must be an even number of channels")
         moe = _moe_fields(config, family) if family in MOE_FAMILIES else {}
         return cls(
             family=family,
@@ -250,8 +295,8 @@ class ModelArgs:
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
             # Qwen2-MoE's config names it qkv_bias (on by default, as Qwen2's fixed q/k/v biases).
             qkv_bias=family == "qwen2" or (family == "qwen2_moe" and bool(getattr(config, "qkv_bias", True)))
-            or (gpt_oss and bool(getattr(config, "attention_bias", False))),
-            qk_norm=family in ("qwen3", "gemma3", "qwen3_moe"),
+            or ((gpt_oss or glm) and bool(getattr(config, "attention_bias", False))),
+            qk_norm=family in ("qwen3", "gemma3", "qwen3_moe") or (glm and bool(getattr(config, "use_qk_norm", False))),
             sliding_window=window,
             hf_config=config,
             activation=act,
@@ -264,6 +309,7 @@ class ModelArgs:
             o_bias=gpt_oss and bool(getattr(config, "attention_bias", False)),
             attention_sinks=gpt_oss,
             rope_per_kind=rope_per_kind,
+            rotary_dim=rotary_dim,
             **moe,
         )
 

@@ -279,7 +279,7 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
             if args.shared_expert_dim:  # Qwen2-MoE: this chip's share of the shared expert, its gate [dim, 1]
                 units = shared_expert_units(args, plan)
                 total += 2 * tiles(args.dim, units) * tile_bytes(p.ff1_ff3) + tiles(units, down) * tile_bytes(p.ff2)
-                total += tiles(args.dim, 1) * 2048
+                total += tiles(args.dim, 1) * 2048 if args.shared_expert_gated else 0
             continue
         total += 2 * tiles(dim, local.hidden_dim) * tile_bytes(p.ff1_ff3)
         total += tiles(local.hidden_dim, out) * tile_bytes(p.ff2)
@@ -352,7 +352,9 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
             total += 2 * interleaved(experts * per_expert, tile_bytes(p.ff1_ff3))
             total += interleaved(experts * _tiles(hid) * _tiles(plan.padded_width), tile_bytes(p.ff2))
             total += interleaved(_tiles(args.dim) * _tiles(args.n_experts), 2048)
-            if args.moe_bias or args.experts_padded_from:  # the router's bias [1, 1, 1, E], bf16
+            if args.router_scoring == "sigmoid":  # the score bias [1, 1, 1, E], fp32
+                total += tile_row(args.n_experts, 4096)
+            elif args.moe_bias or args.experts_padded_from:  # the router's bias [1, 1, 1, E], bf16
                 total += tile_row(args.n_experts, 2048)
             if args.moe_bias:  # GPT-OSS: the experts' biases [1, E / N, 1, out], bf16
                 total += 2 * interleaved(experts * _tiles(hid), 2048)
@@ -361,7 +363,7 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
                 units = _tiles(shared_expert_units(args, plan))
                 total += 2 * interleaved(_tiles(args.dim) * units, tile_bytes(p.ff1_ff3))
                 total += interleaved(units * _tiles(plan.padded_width), tile_bytes(p.ff2))
-                total += interleaved(_tiles(args.dim), 2048)
+                total += interleaved(_tiles(args.dim), 2048) if args.shared_expert_gated else 0
         else:
             total += 2 * strip(dim, local.hidden_dim, p.ff1_ff3) + strip(local.hidden_dim, out, p.ff2)
         total += 2 * residual_norm()

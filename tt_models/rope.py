@@ -13,16 +13,19 @@ from typing import Any
 import torch
 
 
-def inverse_frequencies(hf_config: Any, head_dim: int, kind: str | None = None) -> tuple[torch.Tensor, float]:
+def inverse_frequencies(hf_config: Any, head_dim: int, kind: str | None = None,
+                        rotary_dim: int | None = None) -> tuple[torch.Tensor, float]:
     """`kind`: the layer type whose setting to use where the config keeps one per kind (Gemma 3:
-    rope_parameters = {"full_attention": {...}, "sliding_attention": {...}})."""
+    rope_parameters = {"full_attention": {...}, "sliding_attention": {...}}). `rotary_dim`: the channels RoPE
+    rotates when not the whole head (partial_rotary_factor, which transformers' own functions read themselves)."""
     rope = getattr(hf_config, "rope_parameters", None) or {}
     if kind is not None:
         rope = rope[kind]
     rope_type = rope.get("rope_type", "default")
     if rope_type == "default":
         theta = rope.get("rope_theta", getattr(hf_config, "rope_theta", 10000.0))
-        return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float) / head_dim)), 1.0
+        dim = rotary_dim or head_dim
+        return 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float) / dim)), 1.0
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
     extra = {} if kind is None else {"layer_type": kind}
@@ -30,13 +33,19 @@ def inverse_frequencies(hf_config: Any, head_dim: int, kind: str | None = None) 
     return inv_freq.float(), float(attention_scaling)
 
 
-def cos_sin_tables(hf_config: Any, head_dim: int, max_positions: int,
-                   kind: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Doubled cos/sin, [1, 1, max_positions, head_dim] float32."""
-    inv_freq, scaling = inverse_frequencies(hf_config, head_dim, kind)
+def cos_sin_tables(hf_config: Any, head_dim: int, max_positions: int, kind: str | None = None,
+                   rotary_dim: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Doubled cos/sin, [1, 1, max_positions, head_dim] float32. With `rotary_dim` < head_dim (partial RoPE) the
+    channels past it get cos 1 and sin 0: rotary_embedding_llama passes them through unchanged (x * 1 + y * 0,
+    exact), so the op still takes whole heads."""
+    inv_freq, scaling = inverse_frequencies(hf_config, head_dim, kind, rotary_dim)
     angles = torch.outer(torch.arange(max_positions, dtype=torch.float64), inv_freq.double())
     cos = (torch.cos(angles) * scaling).repeat_interleave(2, dim=-1)
     sin = (torch.sin(angles) * scaling).repeat_interleave(2, dim=-1)
+    rest = head_dim - cos.shape[-1]
+    if rest:
+        cos = torch.cat([cos, cos.new_ones(max_positions, rest)], dim=-1)
+        sin = torch.cat([sin, sin.new_zeros(max_positions, rest)], dim=-1)
     return cos.float()[None, None], sin.float()[None, None]
 
 

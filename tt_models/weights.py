@@ -153,13 +153,13 @@ class WeightStore:
         return self._as_tensor(cache_name, make, dtype, ttnn.TILE_LAYOUT,
                                shard=Shard(None, len(orders), None, (0, 3), grid))
 
-    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None, dtype: Any = None) -> Any:
         def make() -> torch.Tensor:
             b = torch.cat([self.sd[n] for n in names])
             b = b[shard.rows] if shard is not None and shard.rows is not None else b
             return _padded(b, shard)[None, None, None]
 
-        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
+        return self._as_tensor(cache_name, make, dtype or ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
     def expert_bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         """One bias [out] per expert, stacked as [1, experts, 1, out] tiles: added to sparse_matmul's per-expert
@@ -173,12 +173,13 @@ class WeightStore:
         return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT, shard=shard)
 
     def router_bias(self, name: str, cache_name: str, orders: list[torch.Tensor],
-                    grid: tuple[int, int] | None = None) -> Any:
-        """A router's bias [E] as [1, 1, 1, E], each chip's copy in that chip's column order (as `router`)."""
+                    grid: tuple[int, int] | None = None, dtype: Any = None) -> Any:
+        """A router's bias [E] as [1, 1, 1, E] (bf16 unless `dtype`), each chip's copy in that chip's column order
+        (as `router`)."""
         if len(orders) == 1:
-            return self.bias([name], cache_name)
+            return self.bias([name], cache_name, dtype=dtype)
         if grid is None:
-            return self.bias([name], cache_name, shard=Shard(3, len(orders), torch.cat(orders)))
+            return self.bias([name], cache_name, shard=Shard(3, len(orders), torch.cat(orders)), dtype=dtype)
         rows, cols = grid
 
         def make() -> torch.Tensor:
@@ -186,7 +187,7 @@ class WeightStore:
             return torch.stack([torch.cat([b[orders[r * cols + c]] for c in range(cols)])
                                 for r in range(rows)])[:, None, None].contiguous()
 
-        return self._as_tensor(cache_name, make, ttnn.bfloat16, ttnn.TILE_LAYOUT,
+        return self._as_tensor(cache_name, make, dtype or ttnn.bfloat16, ttnn.TILE_LAYOUT,
                                shard=Shard(None, len(orders), None, (0, 3), grid))
 
     def sinks(self, name: str, cache_name: str, scale: float, decode: bool, shard: Shard | None = None) -> Any:
@@ -273,9 +274,9 @@ class ShapeOnlyWeights(WeightStore):
         experts, k = self.shapes[name]
         return self._empty((1, 1, k, experts), dtype, ttnn.TILE_LAYOUT)
 
-    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
+    def bias(self, names: list[str], cache_name: str, shard: Shard | None = None, dtype: Any = None) -> Any:
         out = self._out(sum(self.shapes[n][0] for n in names), shard)
-        return self._empty((1, 1, 1, out), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+        return self._empty((1, 1, 1, out), dtype or ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def expert_bias(self, names: list[str], cache_name: str, shard: Shard | None = None) -> Any:
         return self._empty((1, len(names) // (shard.devices if shard is not None else 1), 1,
@@ -283,8 +284,8 @@ class ShapeOnlyWeights(WeightStore):
                            ttnn.TILE_LAYOUT)
 
     def router_bias(self, name: str, cache_name: str, orders: list[torch.Tensor],
-                    grid: tuple[int, int] | None = None) -> Any:
-        return self._empty((1, 1, 1, self.shapes[name][0]), ttnn.bfloat16, ttnn.TILE_LAYOUT)
+                    grid: tuple[int, int] | None = None, dtype: Any = None) -> Any:
+        return self._empty((1, 1, 1, self.shapes[name][0]), dtype or ttnn.bfloat16, ttnn.TILE_LAYOUT)
 
     def sinks(self, name: str, cache_name: str, scale: float, decode: bool, shard: Shard | None = None) -> Any:
         heads = self.shapes[name][0] // (shard.parts(0 if decode else 1) if shard is not None else 1)
@@ -353,12 +354,16 @@ def mlp_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
         shapes.update({name: shape for name in expert_names(layer, n, which)})
         if args.moe_bias:  # GPT-OSS: a bias on the router and on each expert's projections
             shapes.update({name: shape[:1] for name in expert_names(layer, n, which, "bias")})
-    if args.moe_bias or args.experts_padded_from:  # (padded experts: their -1e30 logits)
+    if args.router_scoring == "sigmoid":  # GLM-4.5: the bias added to the scores to choose (padded: -1e30)
+        shapes[p + "gate.score_bias"] = (n,)
+    elif args.moe_bias or args.experts_padded_from:  # (padded experts: their -1e30 logits)
         shapes[p + "gate.bias"] = (n,)
-    if args.shared_expert_dim:  # Qwen2-MoE's shared expert and its gate
+    if args.shared_expert_dim:  # Qwen2-MoE's shared expert and its gate (GLM-4.5's: ungated)
         s = args.shared_expert_dim
         shapes.update({p + "shared_expert.w1.weight": (s, dim), p + "shared_expert.w3.weight": (s, dim),
-                       p + "shared_expert.w2.weight": (dim, s), p + "shared_expert_gate.weight": (1, dim)})
+                       p + "shared_expert.w2.weight": (dim, s)})
+        if args.shared_expert_gated:
+            shapes[p + "shared_expert_gate.weight"] = (1, dim)
     return shapes
 
 

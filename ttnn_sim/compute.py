@@ -214,6 +214,7 @@ _UNARY: dict[Any, Callable[[torch.Tensor], torch.Tensor]] = {
     UnaryOpType.RELU: torch.relu,
     UnaryOpType.SIGMOID: torch.sigmoid,
     UnaryOpType.IDENTITY: lambda x: x,
+    UnaryOpType.RECIP: torch.reciprocal,
     "silu": torch.nn.functional.silu,
     "gelu": torch.nn.functional.gelu,
     "relu": torch.relu,
@@ -226,7 +227,7 @@ def unary(op: str, act: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     if isinstance(key, str):
         key = key.lower()
     if key not in _UNARY:
-        raise TTError(op, f"unsupported activation {act!r}; supported: silu, gelu, gelu_tanh, relu, sigmoid")
+        raise TTError(op, f"unsupported activation {act!r}; supported: silu, gelu, gelu_tanh, relu, sigmoid, recip")
     return _UNARY[key]
 
 

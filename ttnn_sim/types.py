@@ -106,6 +106,7 @@ class UnaryOpType(enum.Enum):
     SIGMOID = 3
     IDENTITY = 4
     GELU_TANH = 5
+    RECIP = 6
 
 
 @dataclass(frozen=True)

@@ -63,3 +63,7 @@ class TTMixtralForCausalLM(_TTAdapter):
 
 class TTGptOssForCausalLM(_TTAdapter):
     pass
+
+
+class TTGlm4MoeForCausalLM(_TTAdapter):
+    pass

@@ -107,3 +107,43 @@ def test_head_count_mismatch_names_the_tensor():
     sd = {"model.layers.0.self_attn.q_proj.weight": torch.zeros(NH * HD, DIM)}
     with pytest.raises(ValueError, match=r"q_proj.weight: cannot split 128 rows into 2 heads of head_dim 32"):
         hf_to_meta(sd, 2, NKV, HD)
+
+
+def test_partial_rope_interleaves_only_the_rotated_channels():
+    """GLM-4.5's RoPE turns the first half of each head (rotate-half within it) and passes the rest: with only those
+    rows interleaved and cos/sin 1/0 past them (tt_models.rope), TT's pairwise rotation by the 32x32 matrix gives
+    HF's own attention scores (transformers' Glm4Moe rotary embedding and apply_rotary_pos_emb)."""
+    from transformers import Glm4MoeConfig
+    from transformers.models.glm4_moe.modeling_glm4_moe import Glm4MoeRotaryEmbedding, apply_rotary_pos_emb
+
+    from tt_models.rope import cos_sin_tables, transformation_matrix
+
+    hd, nh, seq = 64, 2, 7
+    cfg = Glm4MoeConfig(hidden_size=DIM, num_attention_heads=nh, num_key_value_heads=1, head_dim=hd,
+                        partial_rotary_factor=0.5, max_position_embeddings=64)
+    torch.manual_seed(0)
+    wq, wk, x = torch.randn(nh * hd, DIM), torch.randn(hd, DIM), torch.randn(seq, DIM)
+    pos = torch.arange(seq) * 5
+    cos, sin = Glm4MoeRotaryEmbedding(cfg)(x[None], pos[None])
+    assert cos.shape[-1] == 32  # HF rotates 32 of the 64 channels
+    q, k = (x @ wq.t()).view(1, seq, nh, hd).transpose(1, 2), (x @ wk.t()).view(1, seq, 1, hd).transpose(1, 2)
+    qh, kh = apply_rotary_pos_emb(q, k, cos, sin)
+    hf = torch.einsum("hsd,td->hst", qh[0], kh[0, 0])
+
+    p = "model.layers.0.self_attn."
+    meta = hf_to_meta({p + "q_proj.weight": wq, p + "k_proj.weight": wk}, nh, 1, hd, rotary_dim=32)
+    mq, mk = meta["layers.0.attention.wq.weight"], meta["layers.0.attention.wk.weight"]
+    assert torch.equal(mq.view(nh, hd, DIM)[:, 32:], wq.view(nh, hd, DIM)[:, 32:])  # the passed rows stay
+    c, s = cos_sin_tables(cfg, hd, 64, rotary_dim=32)
+    assert torch.equal(c[0, 0, :, 32:], torch.ones(64, 32)) and torch.equal(s[0, 0, :, 32:], torch.zeros(64, 32))
+    t = torch.block_diag(*[transformation_matrix()[0, 0]] * (hd // 32))
+
+    def rope_tt(v):
+        return v * c[0, 0, pos] + (v @ t) * s[0, 0, pos]
+
+    tq, tk = rope_tt((x @ mq.t()).view(seq, nh, hd).transpose(0, 1)), rope_tt(x @ mk.t())
+    assert torch.allclose(torch.einsum("hsd,td->hst", tq, tk), hf, atol=1e-3)
+    whole = hf_to_meta({p + "q_proj.weight": wq, p + "k_proj.weight": wk}, nh, 1, hd)  # every channel interleaved
+    wq_, wk_ = whole["layers.0.attention.wq.weight"], whole["layers.0.attention.wk.weight"]
+    wrong = torch.einsum("hsd,td->hst", rope_tt((x @ wq_.t()).view(seq, nh, hd).transpose(0, 1)), rope_tt(x @ wk_.t()))
+    assert not torch.allclose(wrong, hf, atol=1e-1)

@@ -54,8 +54,21 @@ MIN_COMPARED = 4  # of the prefill and 32 decode steps
 
 @torch.no_grad()
 def router_gap(hf, ids: list[int]) -> float:
-    """The smallest gap, over HF's MoE layers, between the k-th and (k+1)-th router logit of the last position."""
+    """The smallest gap, over HF's MoE layers, between the k-th and (k+1)-th router logit of the last position.
+    Sigmoid routers (GLM-4.5) choose by sigmoid(logit) + correction bias: the gap there, divided by the sigmoid's
+    largest slope (1/4), i.e. the smallest logit change that can swap the two experts, in the same units."""
     k = hf.config.num_experts_per_tok
+    gates = [m for m in hf.modules() if hasattr(m, "e_score_correction_bias")]
+    if gates:
+        seen: list[torch.Tensor] = []
+        hooks = [g.register_forward_hook(lambda m, inp, out: seen.append(
+            torch.sigmoid(out[0].reshape(len(ids), -1)[-1].float()) + m.e_score_correction_bias)) for g in gates]
+        try:
+            hf(torch.tensor([ids]))
+        finally:
+            for h in hooks:
+                h.remove()
+        return min(4 * float(v[k - 1] - v[k]) for v in (torch.sort(c, descending=True).values for c in seen))
     out = hf(torch.tensor([ids]), output_router_logits=True)
     gaps = []
     for logits in out.router_logits:
@@ -93,7 +106,8 @@ def test_prefill_and_decode_match_hf(family, profile, mesh_device, tiny_root):
 
 def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
     """A copy of the checkpoint with layer `layer`'s router rows rolled by one expert (GPT-OSS: its router bias with
-    them, so that each expert's whole logit moves to its neighbour), or another top-k."""
+    them, GLM-4.5: its score correction, so that each expert's whole choice moves to its neighbour), or another
+    top-k."""
     shutil.copytree(src, dst)
     if permute:
         f = dst / "model.safetensors"
@@ -101,7 +115,9 @@ def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
         name = next(n for n in sd if n.endswith((f"layers.{layer}.mlp.gate.weight",
                                                  f"layers.{layer}.block_sparse_moe.gate.weight",
                                                  f"layers.{layer}.mlp.router.weight")))
-        names = [name] + ([name.replace(".weight", ".bias")] if name.endswith("router.weight") else [])
+        bias = {"router.weight": ".bias", "gate.weight": ".e_score_correction_bias"}  # (GPT-OSS's, GLM-4.5's)
+        names = [name] + [name.replace(".weight", b) for w, b in bias.items()
+                          if name.endswith(w) and name.replace(".weight", b) in sd]
         for n in names:
             sd[n] = sd[n].roll(1, dims=0).contiguous()
         save_file(sd, f, metadata={"format": "pt"})
@@ -112,9 +128,10 @@ def _altered(src, dst, layer: int, permute: bool = False, k: int | None = None):
     return dst
 
 
-@pytest.mark.parametrize("family", ["qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss"])
+@pytest.mark.parametrize("family", ["qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss", "glm4_moe"])
 def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp_path):
     path = make_tiny_model(family, tiny_root)
+    layer = 1 if family == "glm4_moe" else 0  # (GLM-4.5's first layer is dense)
     hf = load_hf(path)
     prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()
     ref = hf_last_logits(hf, prompt)
@@ -127,13 +144,14 @@ def test_a_wrong_router_fails_the_comparison(family, mesh_device, tiny_root, tmp
         return pcc(out[0, 0], ref)
 
     assert prefill_pcc(path) >= PCC_MIN["reference"]
-    assert prefill_pcc(_altered(path, tmp_path / "permuted", layer=0, permute=True)) < PCC_MIN["reference"]
-    assert prefill_pcc(_altered(path, tmp_path / "top-k", layer=0, k=k - 1)) < PCC_MIN["reference"]
+    assert prefill_pcc(_altered(path, tmp_path / "permuted", layer=layer, permute=True)) < PCC_MIN["reference"]
+    assert prefill_pcc(_altered(path, tmp_path / "top-k", layer=layer, k=k - 1)) < PCC_MIN["reference"]
 
 
 @pytest.mark.parametrize(("family", "shape"), [("qwen3_moe", (1, 2)), ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)),
                                                ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (1, 8)),
-                                               ("gpt_oss", (2, 4)), ("qwen2_moe", (1, 8)), ("qwen2_moe", (2, 4))])
+                                               ("gpt_oss", (2, 4)), ("qwen2_moe", (1, 8)), ("qwen2_moe", (2, 4)),
+                                               ("glm4_moe", (1, 8)), ("glm4_moe", (2, 4))])
 def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
     """Expert parallel (attention tensor parallel): each chip holds its share of the experts (8 experts: 4 per chip
     on 1x2, one per chip on 1x8, Mixtral-8x7B's layout on a T3K; Qwen2-MoE's shared expert 24 units per chip, padded
@@ -153,7 +171,8 @@ def test_experts_split_over_a_mesh_match_hf(family, shape, tiny_root):
 @pytest.mark.parametrize(("family", "experts", "shape", "dispatch"), [("qwen2_moe", 12, (1, 8), "reduce"),
                                                                       ("qwen2_moe", 12, (2, 4), "reduce"),
                                                                       ("gpt_oss", 10, (1, 8), "reduce"),
-                                                                      ("qwen2_moe", 12, (1, 8), "all_to_all")])
+                                                                      ("qwen2_moe", 12, (1, 8), "all_to_all"),
+                                                                      ("glm4_moe", 12, (1, 8), "reduce")])
 def test_experts_the_chips_do_not_divide_are_padded(family, experts, shape, dispatch, tiny_root):
     """12 (GPT-OSS: 10) experts over 8 chips (Qwen1.5-MoE-A2.7B's 60 over a T3K, in miniature): padded to 16, two
     per chip, the extra ones with zero weights and a router logit of -1e30 (GPT-OSS: beside its own router bias; its
@@ -185,6 +204,16 @@ def test_moe_layers_follow_the_config(tiny_root):
     qwen2 = ModelArgs.from_hf_config(hf_config(make_tiny_model("qwen2_moe", tiny_root)))
     assert (qwen2.shared_expert_dim, qwen2.qkv_bias, qwen2.norm_topk_prob, qwen2.experts_per_tok) == (192, True,
                                                                                                       False, 2)
+    glm = ModelArgs.from_hf_config(hf_config(make_tiny_model("glm4_moe", tiny_root)))
+    assert glm.moe_layers == (False, True, True)  # first_k_dense_replace=1
+    assert (glm.router_scoring, glm.routed_scaling, glm.shared_expert_dim, glm.shared_expert_gated, glm.rotary_dim,
+            glm.qk_norm, glm.qkv_bias, glm.o_bias) == ("sigmoid", 2.5, 64, False, 32, True, True, False)
+    cfg = hf_config(make_tiny_model("glm4_moe", tiny_root))
+    cfg.n_group, cfg.topk_group = 4, 2  # DeepSeek-V3's group-limited routing
+    with pytest.raises(UnsupportedModelError, match="group-limited routing"):
+        ModelArgs.from_hf_config(cfg)
+    cfg.topk_group = 4  # every group kept: no limit
+    assert ModelArgs.from_hf_config(cfg).n_experts == 8
 
 
 def _shared_altered(src, dst, layer: int, how: str):
@@ -202,11 +231,10 @@ def _shared_altered(src, dst, layer: int, how: str):
     return dst
 
 
-def test_qwen2_moe_shared_expert_and_its_gate_are_used(mesh_device, tiny_root, tmp_path):
-    """The comparison with HF sees Qwen2-MoE's shared expert: the checkpoint with one layer's shared expert removed,
-    or its gate negated, misses the real model's HF prefill logits by more than the reference threshold, while the
-    real one matches (and each altered one matches its own HF)."""
-    path = make_tiny_model("qwen2_moe", tiny_root)
+def assert_each_alteration_is_seen(family, mesh_device, tiny_root, tmp_path, alter, hows) -> None:
+    """The real tiny checkpoint's reference prefill matches HF's last-token logits; each altered copy
+    (alter(src, dst, how)) matches its own HF but misses the real model's by more than the reference threshold."""
+    path = make_tiny_model(family, tiny_root)
     prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()
     ref = hf_last_logits(load_hf(path), prompt)
     blocks = torch.arange(1, MAX_SEQ // BLOCK + 1, dtype=torch.int32)[None]
@@ -216,11 +244,70 @@ def test_qwen2_moe_shared_expert_and_its_gate_are_used(mesh_device, tiny_root, t
         return tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks, kv, [len(prompt)])[0, 0]
 
     assert pcc(prefill(path), ref) >= PCC_MIN["reference"]
-    for how in ("gate", "removed"):
-        altered = _shared_altered(path, tmp_path / how, layer=0, how=how)
+    for how in hows:
+        altered = alter(path, tmp_path / how, how)
         got = prefill(altered)
         assert pcc(got, hf_last_logits(load_hf(altered), prompt)) >= PCC_MIN["reference"], how
         assert pcc(got, ref) < PCC_MIN["reference"], how
+
+
+def test_qwen2_moe_shared_expert_and_its_gate_are_used(mesh_device, tiny_root, tmp_path):
+    """The comparison with HF sees Qwen2-MoE's shared expert: the checkpoint with one layer's shared expert removed,
+    or its gate negated, misses the real model's HF prefill logits by more than the reference threshold, while the
+    real one matches (and each altered one matches its own HF)."""
+    assert_each_alteration_is_seen("qwen2_moe", mesh_device, tiny_root, tmp_path,
+                                   lambda src, dst, how: _shared_altered(src, dst, layer=0, how=how),
+                                   ("gate", "removed"))
+
+
+def _glm_altered(src, dst, how: str):
+    """A copy of the GLM-4.5 checkpoint with every router's score correction zeroed ("bias"), its
+    routed_scaling_factor 1 instead of 2.5 ("scaling"), its shared experts' down projections zeroed ("shared"), or
+    RoPE on whole heads instead of half of each ("rope")."""
+    shutil.copytree(src, dst)
+    f, cfg_file = dst / "model.safetensors", dst / "config.json"
+    sd, cfg = load_file(f), json.loads(cfg_file.read_text())
+    for n in sd:
+        if (how == "bias" and n.endswith("e_score_correction_bias")) or (
+                how == "shared" and n.endswith("shared_experts.down_proj.weight")):
+            sd[n] = torch.zeros_like(sd[n])
+    if how == "scaling":
+        cfg["routed_scaling_factor"] = 1.0
+    if how == "rope":
+        cfg["partial_rotary_factor"] = 1.0
+        cfg["rope_parameters"] = dict(cfg["rope_parameters"], partial_rotary_factor=1.0)
+    save_file(sd, f, metadata={"format": "pt"})
+    cfg_file.write_text(json.dumps(cfg))
+    return dst
+
+
+def test_glm4_moe_routing_shared_experts_and_partial_rope_are_used(mesh_device, tiny_root, tmp_path):
+    """The comparison with HF sees each of GLM-4.5's own parts: the checkpoint without its routers' score
+    corrections, with another routed_scaling_factor, without its shared experts, or with RoPE on whole heads misses
+    the real model's HF prefill logits by more than the reference threshold, while the real one matches (and each
+    altered one matches its own HF)."""
+    assert_each_alteration_is_seen("glm4_moe", mesh_device, tiny_root, tmp_path, _glm_altered,
+                                   ("bias", "scaling", "shared", "rope"))
+
+
+def test_glm4_moe_leaves_its_multi_token_prediction_layer_unread(mesh_device, tiny_root, tmp_path):
+    """GLM-4.5 checkpoints store a multi-token-prediction layer after the model's own (num_nextn_predict_layers: 1,
+    GLM-4.5-Air's layer 46): like HF, the model loads without it, its output the checkpoint's without that layer."""
+    src = make_tiny_model("glm4_moe", tiny_root)
+    dst = tmp_path / "with_mtp"
+    shutil.copytree(src, dst)
+    sd = load_file(dst / "model.safetensors")
+    n = hf_config(src).num_hidden_layers
+    mtp = {k.replace(f"layers.{n - 1}.", f"layers.{n}."): v.clone() for k, v in sd.items() if f"layers.{n - 1}." in k}
+    mtp[f"model.layers.{n}.eh_proj.weight"] = torch.randn(128, 256)
+    save_file({**sd, **mtp}, dst / "model.safetensors", metadata={"format": "pt"})
+    cfg = json.loads((dst / "config.json").read_text())
+    (dst / "config.json").write_text(json.dumps({**cfg, "num_nextn_predict_layers": 1}))
+    prompt = torch.randint(0, 512, (45,), generator=torch.Generator().manual_seed(1)).tolist()
+    blocks = torch.arange(1, MAX_SEQ // BLOCK + 1, dtype=torch.int32)[None]
+    tt, kv = build(dst, mesh_device, "reference")
+    got = tt.prefill_forward(torch.tensor([prompt], dtype=torch.int32), blocks, kv, [len(prompt)])[0, 0]
+    assert pcc(got, hf_last_logits(load_hf(src), prompt)) >= PCC_MIN["reference"]
 
 
 # GPT-OSS's tiny model draws its sinks near 1.0 (as every 1-D parameter), where HF's logits with and without them
@@ -420,7 +507,7 @@ def _count_all_to_all(monkeypatch) -> dict[str, int]:
                                                ("qwen3_moe", (1, 8)), ("mixtral", (1, 8)), ("gpt_oss", (1, 8)),
                                                ("qwen3_moe", (2, 4)), ("mixtral", (2, 4)), ("gpt_oss", (2, 4)),
                                                ("gpt_oss_padded", (1, 8)), ("gpt_oss_padded", (2, 4)),
-                                               ("qwen2_moe", (1, 8))])
+                                               ("qwen2_moe", (1, 8)), ("glm4_moe", (1, 8))])
 def test_experts_dispatched_all_to_all_match_hf(family, shape, tiny_root, monkeypatch):
     """expert_dispatch "all_to_all": each chip routes its share of the tokens, all_to_all_dispatch sends them to
     their experts' chips (along its row of chips; 2x4: each row's experts, the rows' shares summed down the

@@ -15,6 +15,7 @@ from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     Gemma3TextConfig,
+    Glm4MoeConfig,
     GptOssConfig,
     LlamaConfig,
     MistralConfig,
@@ -101,14 +102,28 @@ MOE_FAMILIES = {
                                    rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0,
                                                         beta_fast=32.0, beta_slow=1.0, truncate=False,
                                                         original_max_position_embeddings=256))),
+    # GLM-4.5's structure: sigmoid router scores chosen with a correction bias (drawn below), 2 of 8 experts
+    # renormalized and scaled by 2.5 (GLM-4.5's routed_scaling_factor), one ungated shared expert, a dense first layer
+    # (first_k_dense_replace), q/k/v biases, RoPE on half of each head (partial_rotary_factor 0.5), and the q/k norm
+    # of the 355B model (GLM-4.5-Air has none).
+    "glm4_moe": (Glm4MoeConfig, dict(hidden_size=128, intermediate_size=256, moe_intermediate_size=64,
+                                     n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1,
+                                     first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=2.5,
+                                     n_group=1, topk_group=1, num_hidden_layers=3, num_attention_heads=4,
+                                     num_key_value_heads=2, head_dim=64, partial_rotary_factor=0.5,
+                                     attention_bias=True, use_qk_norm=True, tie_word_embeddings=False)),
 }
 # Parameters HF initializes to zero that a family's test model randomizes, so that a missing one shows (GPT-OSS's
 # expert biases).
 ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
+# Buffers HF initializes to zero that the test model draws (std), so that ignoring them shows: GLM-4.5's router
+# correction bias, at a size that changes some tokens' choice of experts (scores are sigmoids in (0, 1)).
+BUFFERS = {"glm4_moe": ("e_score_correction_bias", 0.1)}
 # 1-D parameters that are biases, not norm weights, drawn as the weights are (N(0, initializer_range)) rather than
 # near 1.0: Qwen2-MoE's q/k/v biases near 1.0 make every position's attention output nearly the same vector, and the
 # tiny model's greedy token the same at all 200 positions of a random prompt (60 distinct with these).
-BIASES = {"qwen2_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
+BIASES = {"qwen2_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias"),
+          "glm4_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
 
 
 def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
@@ -134,6 +149,11 @@ def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:
             elif p.dim() == 1:  # norm weights: keep them away from 1.0 so a missing norm shows
                 p.copy_(1.0 + 0.2 * torch.randn_like(p))
             p.copy_(p.to(torch.bfloat16).float())
+        if base in BUFFERS:
+            suffix, std = BUFFERS[base]
+            for name, b in model.named_buffers():
+                if name.endswith(suffix):
+                    b.copy_((std * torch.randn_like(b)).to(torch.bfloat16).float())
     model.save_pretrained(out, safe_serialization=True)
     return out
 
@@ -215,7 +235,7 @@ def make_odd_experts_model(family: str, root: Path, experts: int = 12) -> Path:
     """The family's wide tiny model (make_wide_model) with `experts` experts, which 8 chips do not divide (as
     Qwen1.5-MoE-A2.7B's 60): a T3K pads them with never-selected experts (tt_models.parallel.pad_mlp)."""
     table, cls, kw = _widened(family, 256)
-    kw["num_local_experts" if "num_local_experts" in kw else "num_experts"] = experts
+    kw[next(k for k in ("num_local_experts", "n_routed_experts", "num_experts") if k in kw)] = experts
     return _make_variant(table, f"{family}_e{experts}", cls, kw, root)
 
 

@@ -105,6 +105,21 @@ def test_fused_gelu_tanh_is_the_tanh_form(device):
     assert not torch.equal(out, torch.nn.functional.gelu(a) * b)
 
 
+def test_fused_sigmoid_and_recip_route_as_glm_4_5(device):
+    """GLM-4.5's router on fp32 logits: sigmoid fused on the logits before a broadcast bias is added, and RECIP fused
+    on a broadcast column (the selected scores' sum) in a multiply: plain fp32 PyTorch of the same values."""
+    logits = torch.randn(1, 1, 32, 64) * 2
+    bias, total = torch.randn(1, 1, 1, 64) * 0.1, torch.rand(1, 1, 32, 1) + 0.5
+    f32 = {"dtype": ttnn.float32}
+    choice = host(ttnn.add(dev_tensor(logits, device, **f32), dev_tensor(bias, device, **f32),
+                           input_tensor_a_activations=[ttnn.UnaryOpType.SIGMOID]))
+    assert torch.equal(choice, torch.sigmoid(logits) + bias)
+    normed = host(ttnn.mul(dev_tensor(logits, device, **f32), dev_tensor(total, device, **f32),
+                           input_tensor_b_activations=[ttnn.UnaryOpType.RECIP]))
+    assert torch.equal(normed, logits * (1 / total))
+    assert torch.allclose(normed, logits / total, rtol=2e-7, atol=0)
+
+
 def test_silu_softmax(device):
     x = bf16(torch.randn(1, 4, 50, 70) * 3)
     close(host(ttnn.silu(dev_tensor(x, device))), torch.nn.functional.silu(x))

@@ -73,8 +73,10 @@ def test_sampled_tokens_are_drawn_on_the_device_among_hfs_top_k(engine, moe_dir)
                                                           ("gpt_oss", "reduce", make_wide_model),
                                                           ("qwen3_moe", "all_to_all", make_wide_model),
                                                           ("gpt_oss", "reduce", make_padded_model),
-                                                          ("qwen2_moe", "reduce", make_wide_model)],
-                         ids=["qwen3_moe", "gpt_oss", "qwen3_moe-all_to_all", "gpt_oss-padded", "qwen2_moe"])
+                                                          ("qwen2_moe", "reduce", make_wide_model),
+                                                          ("glm4_moe", "reduce", make_wide_model)],
+                         ids=["qwen3_moe", "gpt_oss", "qwen3_moe-all_to_all", "gpt_oss-padded", "qwen2_moe",
+                              "glm4_moe"])
 def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, dispatch, make, tmp_path_factory, monkeypatch):
     """MESH_DEVICE=T3K: the widened tiny Qwen3-MoE or GPT-OSS (8 heads, 8 experts) with one expert per chip and
     attention tensor parallel (GPT-OSS: each chip its head's sink); greedy tokens (reference profile) are HF's, as
@@ -82,7 +84,9 @@ def test_experts_split_over_a_t3k_give_hfs_greedy_tokens(family, dispatch, make,
     short of a logged near-tie; GPT-OSS: the 4-head tiny model's). all_to_all: additional_config
     tt.expert_dispatch reaches the MoE layers (tokens dispatched to their experts' chips). padded: hidden 480, which
     8 chips do not split into whole tiles (gpt-oss-20b's 2880 in miniature): the residual padded to 512. qwen2_moe:
-    the shared expert's 192 units over the 8 chips (24 each, padded to a tile), beside the routed experts."""
+    the shared expert's 192 units over the 8 chips (24 each, padded to a tile), beside the routed experts. glm4_moe:
+    GLM-4.5's sigmoid routing with its correction bias, a dense first layer, the ungated shared expert's 64 units
+    (padded to a tile per chip) and RoPE on half of each head."""
     path = str(make(family, tmp_path_factory.mktemp("moe_wide")))
     params = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     monkeypatch.setenv("MESH_DEVICE", "T3K")

@@ -20,6 +20,8 @@ _RENAMES = (
     ("post_attention_layernorm", "ffn_norm"),
     ("self_attn", "attention"),
     ("block_sparse_moe", "feed_forward"),  # Mixtral's MoE block (its experts' w1/w2/w3 keep their names)
+    ("mlp.shared_experts.", "mlp.shared_expert."),  # GLM-4.5's (ungated) shared experts: one MLP, as Qwen2-MoE's
+    ("gate.e_score_correction_bias", "gate.score_bias"),  # GLM-4.5 / DeepSeek-V3: added to the scores to choose
     ("mlp.router", "mlp.gate"),  # GPT-OSS's router (weight and bias)
     ("mlp", "feed_forward"),
     ("q_proj", "wq"),
@@ -47,11 +49,15 @@ def meta_name(hf_name: str, sandwich_norms: bool = False) -> str:
     return hf_name
 
 
-def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int) -> torch.Tensor:
-    """Reorder each head's rows (dim 0) from rotate-half to interleaved pairs."""
-    if w.shape[0] != n_heads * head_dim or head_dim % 2:
-        raise ValueError(f"cannot split {w.shape[0]} rows into {n_heads} heads of head_dim {head_dim} (must be even)")
-    order = torch.stack([torch.arange(head_dim // 2), torch.arange(head_dim // 2) + head_dim // 2], 1).reshape(-1)
+def interleave_heads(w: torch.Tensor, n_heads: int, head_dim: int, rotary_dim: int | None = None) -> torch.Tensor:
+    """Reorder each head's rows (dim 0) from rotate-half to interleaved pairs. `rotary_dim` (partial RoPE): only
+    each head's first rotary_dim rows rotate (HF's rotate-half within them); the rest keep their places."""
+    rd = rotary_dim or head_dim
+    if w.shape[0] != n_heads * head_dim or rd % 2 or rd > head_dim:
+        raise ValueError(f"cannot split {w.shape[0]} rows into {n_heads} heads of head_dim {head_dim} with {rd} "
+                         f"rotated (must be even)")
+    order = torch.stack([torch.arange(rd // 2), torch.arange(rd // 2) + rd // 2], 1).reshape(-1)
+    order = torch.cat([order, torch.arange(rd, head_dim)])
     return w.reshape(n_heads, head_dim, *w.shape[1:])[:, order].reshape(w.shape)
 
 
@@ -79,8 +85,10 @@ def split_fused_experts(name: str, w: torch.Tensor) -> dict[str, torch.Tensor] |
 
 
 def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int, head_dim: int,
-               sandwich_norms: bool = False, norm_unit_offset: bool = False) -> dict[str, torch.Tensor]:
-    """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE.
+               sandwich_norms: bool = False, norm_unit_offset: bool = False,
+               rotary_dim: int | None = None) -> dict[str, torch.Tensor]:
+    """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE (of each
+    head's first `rotary_dim` channels where RoPE is partial).
 
     Tensors are shared, not copied, where no permutation applies; a missing lm_head or embedding (tied weights)
     is filled with the other. `sandwich_norms`: Gemma's four norms per layer; `norm_unit_offset`: every RMSNorm
@@ -99,11 +107,11 @@ def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: in
             w = w.float() + 1.0
         try:
             if ".attention.wq." in new:
-                w = interleave_heads(w, n_heads, head_dim)
+                w = interleave_heads(w, n_heads, head_dim, rotary_dim)
             elif ".attention.wk." in new:
-                w = interleave_heads(w, n_kv_heads, head_dim)
+                w = interleave_heads(w, n_kv_heads, head_dim, rotary_dim)
             elif ".attention.q_norm." in new or ".attention.k_norm." in new:
-                w = interleave_heads(w, 1, head_dim)  # one head_dim vector shared by all heads
+                w = interleave_heads(w, 1, head_dim, rotary_dim)  # one head_dim vector shared by all heads
         except ValueError as e:
             raise ValueError(f"{name}: {e}") from None
         out[new] = w
@@ -123,7 +131,8 @@ def pad_mlp_weights(state_dict: dict[str, torch.Tensor], args: Any) -> dict[str,
     """The Meta state dict padded as tt_models.parallel.pad_mlp padded `args`: every dense MLP to args.hidden_dim
     units with zeros (w1/w3 rows, w2 columns: silu(0) * 0 = 0), and every MoE layer to args.n_experts experts (zero
     weights and biases, zero router rows, and a router bias of NEVER_ROUTED for them: the checkpoint's own bias, or
-    zeros, for the others), so the output is unchanged."""
+    zeros, for the others; with sigmoid scores, a score bias of NEVER_ROUTED instead, as the bias is what chooses), so
+    the output is unchanged."""
     hidden_dim = args.hidden_dim
     out = dict(state_dict)
     for name, w in state_dict.items():
@@ -141,8 +150,9 @@ def pad_mlp_weights(state_dict: dict[str, torch.Tensor], args: Any) -> dict[str,
         gate = state_dict[p + "gate.weight"]
         extra = args.n_experts - real
         out[p + "gate.weight"] = torch.cat([gate, gate.new_zeros(extra, gate.shape[1])])
-        bias = state_dict.get(p + "gate.bias", gate.new_zeros(real))
-        out[p + "gate.bias"] = torch.cat([bias, bias.new_full((extra,), NEVER_ROUTED)])
+        which = "gate.score_bias" if args.router_scoring == "sigmoid" else "gate.bias"
+        bias = state_dict.get(p + which, gate.new_zeros(real))
+        out[p + which] = torch.cat([bias, bias.new_full((extra,), NEVER_ROUTED)])
         # Each padded expert's tensors: zeros shaped as expert 0's (its weights, and GPT-OSS's biases).
         first = {n[len(p + "experts.0."):]: w for n, w in state_dict.items() if n.startswith(p + "experts.0.")}
         for e in range(real, args.n_experts):

@@ -14,7 +14,12 @@ choose:
 4. each expert's output is multiplied by its token's weight (zero for experts the token did not select) and the
    experts summed;
 5. Qwen2-MoE: plus the shared expert, a dense SwiGLU MLP every token runs, times sigmoid(x . shared_expert_gate)
-   (plain linears on DRAM; on a mesh its hidden units split over the chips like the experts, _with_shared).
+   (plain linears on DRAM; on a mesh its hidden units split over the chips like the experts, _with_shared); GLM-4.5's
+   shared experts are the same MLP without the gate.
+
+GLM-4.5 (DeepSeek-V3's router) scores each expert with sigmoid(logit) instead of the softmax; a token takes the top
+k of score + score_bias (a per-expert correction that only chooses), weighted by their scores, renormalized when
+norm_topk_prob, times routed_scaling (_sigmoid_weights).
 
 Decode and prefill share the sequence; decode's 32 user rows are one group. Every tensor is interleaved in DRAM:
 the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths.
@@ -104,6 +109,7 @@ class MoE:
         # mesh each chip's copy has its own experts' columns first; all_to_all instead routes each chip's own rows
         # with one copy in the experts' order (the dispatched top-k ids are global; its sparsity comes from them).
         orders = [torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)]
+        self.sigmoid, self.scaling = args.router_scoring == "sigmoid", args.routed_scaling
         self.router = self.router_global = None
         if self.all_to_all:
             self.router_global = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate.global",
@@ -121,7 +127,14 @@ class MoE:
         # GPT-OSS: the router's bias (in each chip's column order, as its weight) and each expert's biases,
         # [1, experts, 1, out], added to the sparse products' per-expert blocks.
         self.router_bias = self.router_bias_global = self.b1 = self.b3 = self.b2 = None
-        if args.moe_bias or args.experts_padded_from:  # (padded experts: their never-chosen logits)
+        self.score_bias = None
+        if self.sigmoid:  # fp32, as the scores it is added to (HF keeps the buffer fp32); padded experts' -1e30
+            self.score_bias = (weights.router_bias(p + "gate.score_bias", p + "gate.score_bias.global",
+                                                   [torch.arange(args.n_experts)], dtype=ttnn.float32)
+                               if self.all_to_all else
+                               weights.router_bias(p + "gate.score_bias", p + "gate.score_bias", orders, grid2d,
+                                                   dtype=ttnn.float32))
+        elif args.moe_bias or args.experts_padded_from:  # (padded experts: their never-chosen logits)
             if self.all_to_all:
                 self.router_bias_global = weights.router_bias(p + "gate.bias", p + "gate.bias.global",
                                                               [torch.arange(args.n_experts)])
@@ -143,8 +156,9 @@ class MoE:
                 weights.hidden_blocks(q + f"{w}.weight", 1 if w == "w2" else 0, chips, units,
                                       prec.ff2 if w == "w2" else prec.ff1_ff3, q + w, down if w == "w2" else experts)
                 for w in ("w1", "w3", "w2"))
-            self.shared_gate = weights.router(p + "shared_expert_gate.weight", ttnn.bfloat16, p + "shared_expert_gate",
-                                              [torch.arange(1)] * chips, grid2d)
+            self.shared_gate = (weights.router(p + "shared_expert_gate.weight", ttnn.bfloat16,
+                                               p + "shared_expert_gate", [torch.arange(1)] * chips, grid2d)
+                                if args.shared_expert_gated else None)
         grid = device.compute_with_storage_grid_size()
         grid = (grid.x, grid.y)
         acc = {name: bool(prec.kernels[name].fp32_dest_acc_en) for name in ("LI_FF1_FF3", "LI_FF2")}
@@ -179,6 +193,8 @@ class MoE:
         dram = ttnn.DRAM_MEMORY_CONFIG
         logits = ttnn.linear(x, self.router, bias=self.router_bias, dtype=ttnn.float32, memory_config=dram,
                              compute_kernel_config=self.router_kernel)
+        if self.sigmoid:
+            return self._sigmoid_weights(logits, rows)
         values, indices = ttnn.topk(logits, k=self.k, dim=-1, memory_config=dram)
         ttnn.deallocate(indices)
         kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
@@ -201,6 +217,37 @@ class MoE:
         weights = ttnn.mul(probs, selected, memory_config=dram)
         for t in (probs, selected, logits):
             ttnn.deallocate(t)
+        return weights
+
+    def _sigmoid_weights(self, logits: Any, rows: int) -> Any:
+        """GLM-4.5's routing weights from the router logits [1, 1, rows, experts] fp32 (consumed): the experts at or
+        above the k-th largest sigmoid(logit) + score_bias are selected; each weight is the expert's sigmoid score
+        (0 where not selected), divided by the selected scores' sum when norm_topk_prob, times routed_scaling. The
+        sigmoid is fused into the ops that read the logits."""
+        dram, sig = ttnn.DRAM_MEMORY_CONFIG, [ttnn.UnaryOpType.SIGMOID]
+        choice = ttnn.add(logits, self.score_bias, input_tensor_a_activations=sig, memory_config=dram)
+        values, indices = ttnn.topk(choice, k=self.k, dim=-1, memory_config=dram)
+        ttnn.deallocate(indices)
+        kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
+        if kth is not values:
+            ttnn.deallocate(values)
+        selected = ttnn.ge(choice, kth, memory_config=dram)
+        for t in (kth, choice):
+            ttnn.deallocate(t)
+        weights = ttnn.mul(logits, selected, input_tensor_a_activations=sig, memory_config=dram)
+        for t in (logits, selected):
+            ttnn.deallocate(t)
+        if self.norm_topk:  # (HF adds 1e-20 to the sum, which no fp32 sum of sigmoids this size notices)
+            total = ttnn.sum(weights, dim=-1, keepdim=True, memory_config=dram)
+            normed = ttnn.mul(weights, total, input_tensor_b_activations=[ttnn.UnaryOpType.RECIP],
+                              memory_config=dram)
+            for t in (weights, total):
+                ttnn.deallocate(t)
+            weights = normed
+        if self.scaling != 1.0:
+            scaled = ttnn.mul(weights, self.scaling, memory_config=dram)
+            ttnn.deallocate(weights)
+            weights = scaled
         return weights
 
     def _sparsity(self, x: Any, rows: int) -> tuple[Any, Any]:
@@ -265,8 +312,8 @@ class MoE:
 
     def _with_shared(self, x: Any, routed: Any) -> Any:
         """routed [1, 1, rows, out_dim] plus Qwen2-MoE's shared expert of x [1, 1, rows, dim]:
-        sigmoid(x . gate) * w2(SiLU(w1 x) * w3 x), on a mesh this chip's share of its hidden units (a partial
-        sum, as the routed one)."""
+        sigmoid(x . gate) * w2(SiLU(w1 x) * w3 x) (GLM-4.5: without the gate), on a mesh this chip's share of its
+        hidden units (a partial sum, as the routed one)."""
         if self.shared is None:
             return routed
         dram, prec, kern = ttnn.DRAM_MEMORY_CONFIG, self.prec, self.prec.kernels
@@ -279,6 +326,11 @@ class MoE:
             ttnn.deallocate(t)
         y = ttnn.linear(h, w2, dtype=prec.residual, memory_config=dram, compute_kernel_config=kern["LI_FF2"])
         ttnn.deallocate(h)
+        if self.shared_gate is None:
+            out = ttnn.add(routed, y, dtype=prec.residual, memory_config=dram)
+            for t in (routed, y):
+                ttnn.deallocate(t)
+            return out
         # The gate's logit in fp32, as the router's; sigmoid fused on it in the multiply (broadcast over the row).
         logit = ttnn.linear(x, self.shared_gate, dtype=ttnn.float32, memory_config=dram,
                             compute_kernel_config=self.router_kernel)  # [1, 1, rows, 1]
@@ -329,6 +381,11 @@ class MoE:
         dram = ttnn.DRAM_MEMORY_CONFIG
         logits = ttnn.linear(x, self.router_global, bias=self.router_bias_global, dtype=ttnn.float32,
                              memory_config=dram, compute_kernel_config=self.router_kernel)
+        if self.sigmoid:  # every expert's weight (0 unless selected): the top k of them are the selected ones
+            weights = self._sigmoid_weights(logits, x.shape[-2])
+            values, indices = ttnn.topk(weights, k=self.k, dim=-1, memory_config=dram)
+            ttnn.deallocate(weights)
+            return indices, values
         if not self.norm_topk:
             probs = ttnn.softmax(logits, dim=-1, numeric_stable=True, memory_config=dram,
                                  compute_kernel_config=self.router_kernel)
