@@ -1,6 +1,7 @@
 """Hand-written corpus cases: ttnn.clamp (GPT-OSS's clamped SwiGLU clamps its gate above and its up projection on
-both sides) and the binary ops' SIGMOID input activation the same SwiGLU multiplies with (see
-tt_checks/corpus_cases.py for the encoding helpers)."""
+both sides), the binary ops' SIGMOID input activation the same SwiGLU multiplies with, and GLM-4.5's router: the
+sigmoid fused on fp32 logits that a broadcast correction bias is added to, and the RECIP fused on a broadcast
+column that renormalizes the weights (see tt_checks/corpus_cases.py for the encoding helpers)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,24 @@ def sigmoid_activation() -> Iterator[tuple[str, dict]]:
     yield "mul/sigmoid-b-rank6", call("mul", T([1, 2, 1, 4, 32, 64]), T([1, 2, 1, 4, 32, 64]),
                                       input_tensor_b_activations=acts("SIGMOID"))
     yield "mul/sigmoid-a", call("mul", T(X), T(X), input_tensor_a_activations=acts("SIGMOID"))
+    fp32 = "FLOAT32"
+    yield "add/sigmoid-a-fp32-row", call("add", T(X, fp32), T([1, 1, 1, 64], fp32),
+                                         input_tensor_a_activations=acts("SIGMOID"))
+    yield "mul/sigmoid-a-fp32", call("mul", T(X, fp32), T(X, fp32), input_tensor_a_activations=acts("SIGMOID"))
+
+
+def recip_activation() -> Iterator[tuple[str, dict]]:
+    fp32 = "FLOAT32"
+    yield "mul/recip-b-fp32-column", call("mul", T(X, fp32), T([1, 1, 32, 1], fp32),
+                                          input_tensor_b_activations=acts("RECIP"))
+    yield "mul/recip-b", call("mul", T(X), T(X), input_tensor_b_activations=acts("RECIP"))
+    yield "mul/recip-a", call("mul", T(X), T(X), input_tensor_a_activations=acts("RECIP"))
+    yield "add/recip-b-fp32", call("add", T(X, fp32), T(X, fp32), input_tensor_b_activations=acts("RECIP"))
+    yield "mul/recip-b-bfp8", call("mul", T(X, "BFLOAT8_B"), T([1, 1, 32, 1]),
+                                   input_tensor_b_activations=acts("RECIP"))
 
 
 def cases() -> Iterator[tuple[str, dict]]:
     yield from clamp()
     yield from sigmoid_activation()
+    yield from recip_activation()
