@@ -27,17 +27,19 @@ os.environ.setdefault("TT_BACKEND", "sim")
 
 
 def layers_for(ckpt) -> int:
-    """Two layers (the residual handed from layer to layer) where a layer is small; one for the widest models and
-    for layers of more than 1.5B parameters (Qwen2-57B-A14B's MoE layer has 2.0B: two of them, in HF's fp32 beside
-    the simulator's copy, outgrow a 24 GiB host; Mixtral-8x7B's 1.45B run two)."""
+    """Two layers (the residual handed from layer to layer) where each of the first two is small; one for the widest
+    models and where either has more than 1.5B parameters (Qwen2-57B-A14B's MoE layer has 2.0B: two of them, in HF's
+    fp32 beside the simulator's copy, outgrow a 24 GiB host; Mixtral-8x7B's 1.45B run two). GLM-4.5-Air's first
+    layer is dense and its second has 2.2B (killed for memory at two layers): its one layer is the dense one, so its
+    cells hold its attention (96 heads, RoPE on half of each head) at real widths, not its experts."""
     from tt_models.model_args import ModelArgs
     from tt_models.weights import meta_shapes
 
     if ckpt.config["hidden_size"] > 4096:
         return 1
-    args = ModelArgs.from_hf_config(ckpt.hf_config(n_layers=1))
-    params = sum(math.prod(shape) for name, shape in meta_shapes(args).items() if name.startswith("layers.0."))
-    return 2 if params <= 1.5e9 else 1
+    shapes = meta_shapes(ModelArgs.from_hf_config(ckpt.hf_config(n_layers=2)))
+    params = [sum(math.prod(s) for name, s in shapes.items() if name.startswith(f"layers.{i}.")) for i in (0, 1)]
+    return 2 if max(params) <= 1.5e9 else 1
 
 
 def key(row: dict) -> tuple[str, str, str]:

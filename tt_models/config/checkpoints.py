@@ -47,7 +47,7 @@ class Checkpoint:
                 values["max_window_layers"] = min(values["max_window_layers"], n_layers)
         if vocab_size is not None:
             values["vocab_size"] = vocab_size
-            for key in ("bos_token_id", "eos_token_id"):
+            for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
                 ids = values.get(key)
                 if isinstance(ids, list):
                     values[key] = [i % vocab_size for i in ids]
