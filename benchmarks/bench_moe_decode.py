@@ -5,7 +5,9 @@ heads of 64, 32 experts of 256 units, 8 per token, vocabulary 8192), saved once 
 `--family gpt_oss` a random GPT-OSS of gpt-oss-20b's structure at the same width (32 experts, 4 per token unless
 --top-k says otherwise, layers alternating sliding 128 / full attention, sinks, biases, clamped SwiGLU, YaRN); or with
 `--family qwen2_moe` a random Qwen2-MoE of Qwen1.5-MoE-A2.7B's structure (60 experts, 4 per token, a shared expert,
-q/k/v biases; on 1x8 the experts are padded to 64):
+q/k/v biases; on 1x8 the experts are padded to 64); or with `--family glm4_moe` a random GLM-4.5 of GLM-4.5-Air's
+structure (sigmoid routing with a correction bias, 32 experts, 8 per token, an ungated shared expert, a dense first
+layer, q/k/v biases, RoPE on half of each head):
 
 - `vs_hf`: traced decode tokens/s at batch 32 on one simulated chip, per profile, against HF eager `generate` at
   batch 32 in fp32 and bf16 on the same CPU; `ratio_b32_sim_over_best_hf` uses the faster HF dtype.
@@ -29,7 +31,13 @@ from bench_mesh_decode import tp_step_s
 
 os.environ.setdefault("TT_BACKEND", "sim")
 
-from transformers import AutoModelForCausalLM, GptOssConfig, Qwen2MoeConfig, Qwen3MoeConfig  # noqa: E402
+from transformers import (  # noqa: E402
+    AutoModelForCausalLM,
+    Glm4MoeConfig,
+    GptOssConfig,
+    Qwen2MoeConfig,
+    Qwen3MoeConfig,
+)
 
 
 def make_model(root: Path, a: argparse.Namespace) -> Path:
@@ -55,6 +63,18 @@ def make_model(root: Path, a: argparse.Namespace) -> Path:
                              num_experts=a.experts, num_experts_per_tok=a.top_k, norm_topk_prob=False,
                              num_hidden_layers=a.layers, num_attention_heads=8, num_key_value_heads=8,
                              max_position_embeddings=2048, tie_word_embeddings=False)
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
+        return root
+    if a.family == "glm4_moe":
+        # GLM-4.5-Air's options at this width: 96 heads of 128 over 8 KV heads become 8 of 64 over 2, as the others.
+        cfg = Glm4MoeConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=3 * a.hidden,
+                            moe_intermediate_size=a.expert_units, n_routed_experts=a.experts,
+                            num_experts_per_tok=a.top_k, n_shared_experts=1, first_k_dense_replace=1,
+                            norm_topk_prob=True, routed_scaling_factor=1.0, n_group=1, topk_group=1,
+                            num_hidden_layers=a.layers, num_attention_heads=8, num_key_value_heads=2, head_dim=64,
+                            partial_rotary_factor=0.5, attention_bias=True, max_position_embeddings=2048,
+                            tie_word_embeddings=False)
         torch.manual_seed(0)
         AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).save_pretrained(root, safe_serialization=True)
         return root
@@ -86,8 +106,9 @@ def main() -> None:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--experts", type=int, help="default: 60 for qwen2_moe, else 32")
-    p.add_argument("--family", choices=("qwen3_moe", "qwen2_moe", "gpt_oss"), default="qwen3_moe")
-    p.add_argument("--top-k", type=int, help="experts per token (default: 8 for qwen3_moe, 4 for the others)")
+    p.add_argument("--family", choices=("qwen3_moe", "qwen2_moe", "gpt_oss", "glm4_moe"), default="qwen3_moe")
+    p.add_argument("--top-k", type=int, help="experts per token (default: 8 for qwen3_moe and glm4_moe, 4 for the "
+                                             "others)")
     p.add_argument("--expert-units", type=int, default=256)
     p.add_argument("--vocab", type=int, default=8192)
     p.add_argument("--batch", type=int, default=32)
@@ -97,7 +118,7 @@ def main() -> None:
     p.add_argument("--out", help="also write the JSON here")
     a = p.parse_args()
     if a.top_k is None:
-        a.top_k = 8 if a.family == "qwen3_moe" else 4
+        a.top_k = 8 if a.family in ("qwen3_moe", "glm4_moe") else 4
     if a.experts is None:
         a.experts = 60 if a.family == "qwen2_moe" else 32
     out: dict[str, Any] = {
