@@ -101,7 +101,9 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
                    f"units, {a.experts_per_tok} per token; {a.n_experts // plan.devices} experts per chip"
                    + (" (expert parallel; attention tensor parallel)" if plan.devices > 1 else ""))
         if a.router_scoring == "sigmoid":
-            out.append(f"routing: sigmoid scores, the top {a.experts_per_tok} of score + correction bias, "
+            within = (f" within the best {a.expert_groups[1]} of {a.expert_groups[0]} groups" if a.expert_groups
+                      else "")
+            out.append(f"routing: sigmoid scores, the top {a.experts_per_tok} of score + correction bias{within}, "
                        + ("renormalized, " if a.norm_topk_prob else "") + f"times {a.routed_scaling:g}")
         if a.experts_padded_from:
             out.append(f"experts padded {experts} -> {a.n_experts} with zero experts no token selects (router "

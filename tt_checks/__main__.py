@@ -143,6 +143,9 @@ def device_worker(args: argparse.Namespace) -> int:
 
         for op, why in rec.unencodable.items():
             print(f"corpus: calls of {op} not recorded ({why})")
+        # Replayed on a fresh simulated device, each call must meet the program cache as it does here: cold (a
+        # reshape that moves pages keeps its page map allocated from its first, missing call).
+        mesh.clear_program_cache()
         record(ttnn, mesh, device, rec.captured)
     ttnn.close_mesh_device(mesh)
     Path(args.out).write_text(json.dumps({

@@ -220,6 +220,10 @@ def run_case(rec: Recorder, ttnn: Any, mesh: Any, device: str, case: CapacityCas
 
 def run_all(rec: Recorder, ttnn: Any, mesh: Any, device: str, contexts: tuple[int, ...]) -> list[CapacityReport]:
     reports = []
+    # The cases stand for a fresh worker process: programs compiled for the families checked before them in this
+    # process can hold device buffers in the program cache (ttnn.reshape's tiled copies of DeepSeek-V3's group
+    # limit do, measured: 4 fewer KV blocks of 64 for SmolLM2 on an N150), which the worker's own would not have.
+    mesh.clear_program_cache()
     for case in cases(contexts):
         first = len(rec.calls)
         rep = run_case(rec, ttnn, mesh, device, case)

@@ -104,22 +104,24 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
 
 def _sigmoid_routed_fields(config: Any, experts: int, k: int, n: int) -> dict[str, Any]:
     """GLM-4.5's (DeepSeek-V3's) routing: each expert's score is sigmoid(logit); a token takes the k experts of
-    highest score + e_score_correction_bias (the bias only chooses), weighted by their scores, renormalized when
-    norm_topk_prob, times routed_scaling_factor. The first first_k_dense_replace layers are dense; every MoE layer
+    highest score + e_score_correction_bias (the bias only chooses; with n_group > topk_group only among the experts
+    of its topk_group best groups), weighted by their scores, renormalized when norm_topk_prob, times
+    routed_scaling_factor. The first first_k_dense_replace layers are dense; every MoE layer
     also runs n_shared_experts ungated shared experts (one MLP of n_shared * moe_intermediate_size units)."""
     groups, kept = int(getattr(config, "n_group", 1) or 1), int(getattr(config, "topk_group", 1) or 1)
-    if kept < groups:
-        # DeepSeek-V3's group-limited routing (keep the topk_group groups of best top-2 sums): not implemented.
-        # GLM-4.5 and GLM-4.5-Air have one group, where the limit keeps every expert.
-        raise UnsupportedModelError(f"group-limited routing (n_group={groups}, topk_group={kept}) is not "
-                                    f"implemented; only n_group == topk_group (every expert eligible)")
+    if experts % groups or not 1 <= kept <= groups:
+        raise UnsupportedModelError(f"n_group={groups}, topk_group={kept} with {experts} experts: expected groups "
+                                    f"that divide the experts and 1 <= topk_group <= n_group")
+    if kept < groups and k > kept * (experts // groups):
+        raise UnsupportedModelError(f"{k} experts per token from {kept} groups of {experts // groups}")
     dense = int(getattr(config, "first_k_dense_replace", 0) or 0)
     return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.moe_intermediate_size,
                 norm_topk_prob=bool(getattr(config, "norm_topk_prob", True)),
                 moe_layers=tuple(i >= dense for i in range(n)),
                 shared_expert_dim=int(getattr(config, "n_shared_experts", 0) or 0) * config.moe_intermediate_size,
                 shared_expert_gated=False, router_scoring="sigmoid",
-                routed_scaling=float(getattr(config, "routed_scaling_factor", 1.0) or 1.0))
+                routed_scaling=float(getattr(config, "routed_scaling_factor", 1.0) or 1.0),
+                expert_groups=(groups, kept) if kept < groups else None)
 
 
 def _refuse_quantization(config: Any, family: str) -> None:
@@ -209,6 +211,9 @@ class ModelArgs:
     # chosen scores, renormalized when norm_topk_prob, are multiplied by routed_scaling.
     router_scoring: str = "softmax"
     routed_scaling: float = 1.0
+    # DeepSeek-V3's group-limited routing (n_group, topk_group): the experts are n_group consecutive groups, and a
+    # token chooses only among the topk_group groups whose two best score + bias sum highest. None: no limit.
+    expert_groups: tuple[int, int] | None = None
     # GPT-OSS's switches: biases on the router and on every expert's gate, up and down projections; the experts'
     # clamped SwiGLU (alpha, limit): (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha * g), g = min(gate, limit)
     # (None: SiLU(gate) * up); a bias on o_proj; one learned sink logit per attention head.

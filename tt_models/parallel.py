@@ -193,7 +193,7 @@ def pad_mlp(args: ModelArgs, mesh_shape: tuple[int, int]) -> ModelArgs:
     if padded != args.hidden_dim:
         args = replace(args, hidden_dim=padded, mlp_padded_from=args.mlp_padded_from or args.hidden_dim)
     chips = math.prod(tuple(mesh_shape))
-    if args.n_experts % chips:
+    if args.n_experts % chips and not args.expert_groups:  # (groups of experts are not padded: _check_experts)
         args = replace(args, n_experts=-(-args.n_experts // chips) * chips,
                        experts_padded_from=args.experts_padded_from or args.n_experts)
     return args
@@ -221,6 +221,13 @@ def _check_experts(args: ModelArgs, chips: int, where: str) -> None:
     """Expert parallel: every chip holds the same number of a MoE layer's experts (tt_models/layers/moe.py)."""
     if args.n_experts % chips:
         raise UnsupportedModelError(f"expert parallel {where}: {args.n_experts} experts do not split evenly")
+    if args.expert_groups:
+        # Each chip's router copy has its own experts first (a rotation by whole chips' blocks): the groups stay
+        # consecutive columns only where a chip's block is whole groups.
+        size = args.n_experts // args.expert_groups[0]
+        if (args.n_experts // chips) % size:
+            raise UnsupportedModelError(f"expert parallel {where}: {args.n_experts // chips} experts per chip do not "
+                                        f"hold whole groups of {size} (n_group {args.expert_groups[0]})")
 
 
 def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan:

@@ -113,17 +113,23 @@ MOE_FAMILIES = {
                                      num_key_value_heads=2, head_dim=64, partial_rotary_factor=0.5,
                                      attention_bias=True, use_qk_norm=True, tie_word_embeddings=False)),
 }
+# DeepSeek-V3's group-limited routing (8 groups, 4 kept) on the tiny GLM-4.5 with 16 experts: 8 groups of 2, each
+# token choosing its 2 experts from its 4 best groups (a group scored by its two best score + bias); over 8 chips one
+# group per chip, as DeepSeek-V3's 256 experts in 8 groups over a T3K.
+MOE_FAMILIES["glm4_moe_grouped"] = (Glm4MoeConfig, dict(MOE_FAMILIES["glm4_moe"][1], n_routed_experts=16, n_group=8,
+                                                        topk_group=4))
 # Parameters HF initializes to zero that a family's test model randomizes, so that a missing one shows (GPT-OSS's
 # expert biases).
 ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
 # Buffers HF initializes to zero that the test model draws (std), so that ignoring them shows: GLM-4.5's router
 # correction bias, at a size that changes some tokens' choice of experts (scores are sigmoids in (0, 1)).
-BUFFERS = {"glm4_moe": ("e_score_correction_bias", 0.1)}
+BUFFERS = {"glm4_moe": ("e_score_correction_bias", 0.1), "glm4_moe_grouped": ("e_score_correction_bias", 0.1)}
 # 1-D parameters that are biases, not norm weights, drawn as the weights are (N(0, initializer_range)) rather than
 # near 1.0: Qwen2-MoE's q/k/v biases near 1.0 make every position's attention output nearly the same vector, and the
 # tiny model's greedy token the same at all 200 positions of a random prompt (60 distinct with these).
 BIASES = {"qwen2_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias"),
-          "glm4_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
+          "glm4_moe": ("q_proj.bias", "k_proj.bias", "v_proj.bias"),
+          "glm4_moe_grouped": ("q_proj.bias", "k_proj.bias", "v_proj.bias")}
 
 
 def make_tiny_model(family: str, root: Path, seed: int = 0) -> Path:

@@ -18,8 +18,9 @@ choose:
    shared experts are the same MLP without the gate.
 
 GLM-4.5 (DeepSeek-V3's router) scores each expert with sigmoid(logit) instead of the softmax; a token takes the top
-k of score + score_bias (a per-expert correction that only chooses), weighted by their scores, renormalized when
-norm_topk_prob, times routed_scaling (_sigmoid_weights).
+k of score + score_bias (a per-expert correction that only chooses; with DeepSeek-V3's group limit only from its
+best groups, _group_limited), weighted by their scores, renormalized when norm_topk_prob, times routed_scaling
+(_sigmoid_weights).
 
 Decode and prefill share the sequence; decode's 32 user rows are one group. Every tensor is interleaved in DRAM:
 the expert intermediates ([groups, experts, 32, moe_hidden_dim]) are too large for L1 at real widths.
@@ -110,6 +111,7 @@ class MoE:
         # with one copy in the experts' order (the dispatched top-k ids are global; its sparsity comes from them).
         orders = [torch.roll(torch.arange(args.n_experts), -d * self.local) for d in range(chips)]
         self.sigmoid, self.scaling = args.router_scoring == "sigmoid", args.routed_scaling
+        self.groups = args.expert_groups
         self.router = self.router_global = None
         if self.all_to_all:
             self.router_global = weights.router(p + "gate.weight", ttnn.bfloat16, p + "gate.global",
@@ -226,6 +228,10 @@ class MoE:
         sigmoid is fused into the ops that read the logits."""
         dram, sig = ttnn.DRAM_MEMORY_CONFIG, [ttnn.UnaryOpType.SIGMOID]
         choice = ttnn.add(logits, self.score_bias, input_tensor_a_activations=sig, memory_config=dram)
+        if self.groups:
+            limited = self._group_limited(choice, rows)
+            ttnn.deallocate(choice)
+            choice = limited
         values, indices = ttnn.topk(choice, k=self.k, dim=-1, memory_config=dram)
         ttnn.deallocate(indices)
         kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
@@ -249,6 +255,41 @@ class MoE:
             ttnn.deallocate(weights)
             weights = scaled
         return weights
+
+    def _group_limited(self, choice: Any, rows: int) -> Any:
+        """DeepSeek-V3's group limit on the choice [1, 1, rows, experts] fp32 (a new tensor; choice is left to the
+        caller): each group of consecutive experts is scored by the sum of its two best choices, and the experts
+        outside a token's topk_group best groups get -1e30 (HF: -inf), so its top k comes from those groups only.
+        Every reshape here changes the last dim, which moves the pages: each is a copy, freed after use."""
+        dram = ttnn.DRAM_MEMORY_CONFIG
+        groups, kept = self.groups
+        grouped = ttnn.reshape(choice, (1, rows, groups, self.n_experts // groups))
+        best2, indices = ttnn.topk(grouped, k=2, dim=-1, memory_config=dram)
+        ttnn.deallocate(indices)
+        score = ttnn.sum(best2, dim=-1, keepdim=True, memory_config=dram)  # [1, rows, groups, 1]
+        ttnn.deallocate(best2)
+        flat = ttnn.reshape(score, (1, 1, rows, groups))
+        ttnn.deallocate(score)
+        values, indices = ttnn.topk(flat, k=kept, dim=-1, memory_config=dram)
+        ttnn.deallocate(indices)
+        kth = ttnn.slice(values, [0, 0, 0, kept - 1], [1, 1, rows, kept], memory_config=dram)
+        if kth is not values:
+            ttnn.deallocate(values)
+        chosen = ttnn.ge(flat, kth, memory_config=dram)  # 1.0 for the token's best groups
+        for t in (kth, flat):
+            ttnn.deallocate(t)
+        off = ttnn.sub(chosen, 1.0, memory_config=dram)  # 0 for a chosen group, -1 otherwise
+        ttnn.deallocate(chosen)
+        excluded = ttnn.mul(off, -_EXCLUDED, memory_config=dram)
+        ttnn.deallocate(off)
+        column = ttnn.reshape(excluded, (1, rows, groups, 1))
+        ttnn.deallocate(excluded)
+        masked = ttnn.add(grouped, column, memory_config=dram)
+        for t in (grouped, column):
+            ttnn.deallocate(t)
+        out = ttnn.reshape(masked, (1, 1, rows, self.n_experts))
+        ttnn.deallocate(masked)
+        return out
 
     def _sparsity(self, x: Any, rows: int) -> tuple[Any, Any]:
         """This chip's routing weights [1, groups, 32, experts] (its own experts' columns) and the sparsity
