@@ -105,15 +105,13 @@ class TTCausalLM(Generator):
             meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim,
                               sandwich_norms=args.sandwich_norms, norm_unit_offset=args.norm_unit_offset,
                               rotary_dim=args.rotary_dim)
-            # GLM-4.5 / DeepSeek-V3 checkpoints carry their multi-token-prediction layers after the model's own
-            # (num_nextn_predict_layers); HF leaves them unread, and so does this model.
+            # The first n_layers of a deeper checkpoint; and GLM-4.5 / DeepSeek-V3 checkpoints carry their
+            # multi-token-prediction layers after the model's own (num_nextn_predict_layers), which HF leaves unread,
+            # and so does this model.
             nextn = int(getattr(hf_config, "num_nextn_predict_layers", 0) or 0)
-            if nextn:
-                meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
-                        or int(k.split(".")[1]) < checkpoint_args.n_layers}
-            if n_layers is not None:  # the first n_layers of a deeper checkpoint
-                meta = {k: v for k, v in meta.items() if not k.startswith("layers.")
-                        or int(k.split(".")[1]) < n_layers}
+            keep = n_layers if n_layers is not None else checkpoint_args.n_layers if nextn else None
+            if keep is not None:
+                meta = {k: v for k, v in meta.items() if not k.startswith("layers.") or int(k.split(".")[1]) < keep}
             check_state_dict(meta, checkpoint_args)
             meta = pad_mlp_weights(meta, args)
             weights = WeightStore(meta, mesh_device, weight_cache_dir(path, profile.cache_tag(args.n_layers)),

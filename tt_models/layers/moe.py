@@ -81,6 +81,20 @@ def sparse_program(ttnn_: Any, k: int, n: int, grid: tuple[int, int], fp32_acc: 
         mcast_in0=True)
 
 
+def _top_mask(x: Any, k: int, rows: int) -> Any:
+    """[1, 1, rows, n]: 1.0 where x is at or above its row's k-th largest value (the row's top k; ties at the k-th
+    all count), else 0.0; x is left to the caller."""
+    dram = ttnn.DRAM_MEMORY_CONFIG
+    values, indices = ttnn.topk(x, k=k, dim=-1, memory_config=dram)
+    ttnn.deallocate(indices)
+    kth = ttnn.slice(values, [0, 0, 0, k - 1], [1, 1, rows, k], memory_config=dram)
+    if kth is not values:  # (k = 1: the slice is the whole tensor, handed back as it is)
+        ttnn.deallocate(values)
+    mask = ttnn.ge(x, kth, memory_config=dram)
+    ttnn.deallocate(kth)
+    return mask
+
+
 # How an expert-parallel MoE layer gets its tokens to the experts' chips (Transformer's `expert_dispatch`):
 # "reduce" (the default) runs every token through each chip's experts and reduces the partial sums; "all_to_all"
 # sends each chip's share of the tokens to its experts' chips with all_to_all_dispatch and brings their outputs back
@@ -197,13 +211,7 @@ class MoE:
                              compute_kernel_config=self.router_kernel)
         if self.sigmoid:
             return self._sigmoid_weights(logits, rows)
-        values, indices = ttnn.topk(logits, k=self.k, dim=-1, memory_config=dram)
-        ttnn.deallocate(indices)
-        kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
-        if kth is not values:  # (k = 1: the slice is the whole tensor, handed back as it is)
-            ttnn.deallocate(values)
-        selected = ttnn.ge(logits, kth, memory_config=dram)  # 1.0 where the expert is among the token's top k
-        ttnn.deallocate(kth)
+        selected = _top_mask(logits, self.k, rows)  # 1.0 where the expert is among the token's top k
         if self.norm_topk:
             off = ttnn.sub(selected, 1.0, memory_config=dram)  # 0 where selected, -1 elsewhere
             excluded = ttnn.mul(off, -_EXCLUDED, memory_config=dram)
@@ -232,14 +240,8 @@ class MoE:
             limited = self._group_limited(choice, rows)
             ttnn.deallocate(choice)
             choice = limited
-        values, indices = ttnn.topk(choice, k=self.k, dim=-1, memory_config=dram)
-        ttnn.deallocate(indices)
-        kth = ttnn.slice(values, [0, 0, 0, self.k - 1], [1, 1, rows, self.k], memory_config=dram)
-        if kth is not values:
-            ttnn.deallocate(values)
-        selected = ttnn.ge(choice, kth, memory_config=dram)
-        for t in (kth, choice):
-            ttnn.deallocate(t)
+        selected = _top_mask(choice, self.k, rows)
+        ttnn.deallocate(choice)
         weights = ttnn.mul(logits, selected, input_tensor_a_activations=sig, memory_config=dram)
         for t in (logits, selected):
             ttnn.deallocate(t)
@@ -270,14 +272,8 @@ class MoE:
         ttnn.deallocate(best2)
         flat = ttnn.reshape(score, (1, 1, rows, groups))
         ttnn.deallocate(score)
-        values, indices = ttnn.topk(flat, k=kept, dim=-1, memory_config=dram)
-        ttnn.deallocate(indices)
-        kth = ttnn.slice(values, [0, 0, 0, kept - 1], [1, 1, rows, kept], memory_config=dram)
-        if kth is not values:
-            ttnn.deallocate(values)
-        chosen = ttnn.ge(flat, kth, memory_config=dram)  # 1.0 for the token's best groups
-        for t in (kth, flat):
-            ttnn.deallocate(t)
+        chosen = _top_mask(flat, kept, rows)  # 1.0 for the token's best groups
+        ttnn.deallocate(flat)
         off = ttnn.sub(chosen, 1.0, memory_config=dram)  # 0 for a chosen group, -1 otherwise
         ttnn.deallocate(chosen)
         excluded = ttnn.mul(off, -_EXCLUDED, memory_config=dram)
