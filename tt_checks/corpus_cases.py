@@ -274,6 +274,13 @@ def paged_update() -> Iterator[tuple[str, dict]]:
     yield "update/input-bfp8", upd(inp=T([1, users, nkv, hd], "BFLOAT8_B", m=height((TILE, hd), users)))
     yield "update/input-fp32-into-bfp8", upd(inp=T([1, users, nkv, hd], "FLOAT32", m=height((TILE, hd), users)))
     yield "update/batch-offset-1", upd(batch_offset=1)
+    # The program's circular buffers (each core holds every user's cache tiles of the row): a 576-wide bf16 row
+    # (DeepSeek-V3's latent) outgrows a core's L1; a 544-wide one fits, unless a wider (fp32) input shard sits lower.
+    for w, dt in ((576, "BFLOAT16"), (576, "BFLOAT8_B"), (544, "BFLOAT16")):
+        yield f"update/w{w}-{dt.lower()}", upd(c=T([nb, 1, bs, w], dt), inp=T([1, users, 1, w], m=height((TILE, w),
+                                                                                                      users)))
+    yield "update/w544-fp32-input", upd(c=T([nb, 1, bs, 544]), inp=T([1, users, 1, 544], "FLOAT32",
+                                                                      m=height((TILE, 544), users)))
 
     fop = "experimental.paged_fused_update_cache"
     x1 = T([1, users, nkv, hd], m=height((TILE, hd), users))
@@ -293,6 +300,16 @@ def paged_update() -> Iterator[tuple[str, dict]]:
     yield "fused/four-users-per-core", fused(a=T([1, users, nkv, hd], m=height((4 * TILE, hd), 8)),
                                              b=T([1, users, nkv, hd], m=mem("HEIGHT_SHARDED", "L1", [(0, 4, 7, 4)],
                                                                             (4 * TILE, hd))))
+
+    def wide(w: int, dtype: str = "BFLOAT16") -> dict:
+        c = T([nb, 1, bs, w])
+        a_ = T([1, users, 1, w], dtype, m=height((TILE, w), users))
+        b_ = T([1, users, 1, w], dtype, m=mem("HEIGHT_SHARDED", "L1", [(0, 4, 7, 7)], (TILE, w)))
+        return call(fop, c, a_, c, b_, update_idxs_tensor=pos, page_table=pt)
+
+    yield "fused/w576", wide(576)
+    yield "fused/w544", wide(544)
+    yield "fused/w544-fp32-inputs", wide(544, "FLOAT32")
 
 
 def paged_fill() -> Iterator[tuple[str, dict]]:
@@ -582,6 +599,7 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
         cases_eltwise,
         cases_heads_prefill,
         cases_misc,
+        cases_mla,
         cases_moe,
         cases_options,
         cases_penalties,
@@ -605,3 +623,4 @@ def _all_cases() -> Iterator[tuple[str, dict]]:
     yield from cases_moe.cases()
     yield from cases_clamp.cases()
     yield from cases_all_to_all.cases()
+    yield from cases_mla.cases()

@@ -241,9 +241,9 @@ def _check_grid(grid: Rule, program_config: Any, q: Tensor) -> None:
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor, k_valid_upto: torch.Tensor | None,
            scale: float, causal: bool, window: int | None, mask: torch.Tensor | None = None,
            sink: torch.Tensor | None = None) -> torch.Tensor:
-    """Attention in fp32 with explicit positions. q [b, nqh, s, d]; k, v [b, nkv, t, d]; q_pos [b, s] absolute
-    positions of the queries; key j sits at position j. sink [nqh]: one more logit per head (already scaled) that
-    joins the softmax denominator and has no value row."""
+    """Attention in fp32 with explicit positions. q [b, nqh, s, d]; k [b, nkv, t, d]; v [b, nkv, t, dv]; q_pos
+    [b, s] absolute positions of the queries; key j sits at position j. sink [nqh]: one more logit per head (already
+    scaled) that joins the softmax denominator and has no value row."""
     b, nqh, s, d = q.shape
     nkv, t = k.shape[1], k.shape[2]
     g = nqh // nkv
@@ -282,7 +282,7 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tenso
     else:
         probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully masked rows attend to nothing
     out = torch.matmul(probs.reshape(b, nkv, g * s, t), f32(v))
-    return out.reshape(b, nqh, s, d)
+    return out.reshape(b, nqh, s, v.shape[-1])
 
 
 @device_op(kernel_replay=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from .allocator import TILE_BYTES
 from .compute import derived_from, per_device_write
 from .errors import TTError, refuse_options
 from .memory import BufferType, ShardOrientation, TensorMemoryLayout
@@ -20,7 +21,7 @@ from .paged import check_blocks
 from .rules import rules
 from .tensor import Tensor, store_as
 from .trace import DuringCapture, device_op
-from .types import DataType, Layout
+from .types import TILE_SIZE, DataType, Layout, round_up
 
 _IL, _HS, _WS = (TensorMemoryLayout.INTERLEAVED, TensorMemoryLayout.HEIGHT_SHARDED,
                  TensorMemoryLayout.WIDTH_SHARDED)
@@ -80,6 +81,17 @@ U_INPUT_DTYPE = U("Data type of input tensor for paged_update_cache must be FLOA
                   "repacks into the cache dtype and should not receive low-precision packed input",
                   "update/input-bfp8", "update/input-fp32-into-bfp8")
 U_BATCH_OFFSET = U("batch_offset must be 0", "update/batch-offset-1", "update/ok")
+# The program's circular buffers, checked when it is built (tt_metal/impl/program/program.cpp): they grow up from the
+# L1 unreserved base and must end within the core's L1 and below the lowest L1 buffer (the sharded inputs sit at the
+# top). Sizes measured on the real 0.81.1 (mock N150 and P150, 135 probes to the byte): two cache tiles of the row,
+# double-buffered; the row untilized, twice (cache and input, in fp32 tiles with fp32 accumulation); the output: every
+# user's cache tiles of the row on each core; the positions and a page-table row.
+_CB_SRC = "tt_metal/impl/program/program.cpp"
+_CB_BEYOND = "Statically allocated dataflow buffers on core range [{}] grow to {} B which is beyond max L1 size of {} B"
+_CB_CLASH = ("Statically allocated dataflow buffers in program {} clash with L1 buffers on core range [{}]. L1 buffer "
+             "allocated at {} and static dataflow buffer region ends at {}")
+U_CB_BEYOND_L1 = U(_CB_BEYOND, "update/w576-bfloat16", "update/w576-bfloat8_b", source=_CB_SRC)
+U_CB_CLASH = U(_CB_CLASH, "update/w544-fp32-input", "update/w544-bfloat16", source=_CB_SRC)
 U_OVERRIDE_PAGED_ONLY = {k: U(f"{k}{'_override' if k != 'cache_position_modulo' else ''} is only supported in paged "
                               "mode (when page_table is provided)", f"update/unpaged-{k}", "update/unpaged-ok")
                          for k in ("block_size", "num_kv_heads", "cache_position_modulo")}
@@ -95,6 +107,8 @@ F_INPUT_DTYPE = F("Data type of input tensor for paged_fused_update_cache must b
                   "fused/input-bfp8", "fused/ok")
 F_LAST_DIM = F("Last dim of input tensor must match last dim of cache tensor", "fused/input-hd-32", "fused/ok")
 F_OVERLAP = F("input_tensor1 ({}) and input_tensor2 ({}) must not overlap", "fused/same-grid", "fused/ok")
+F_CB_BEYOND_L1 = F(_CB_BEYOND, "fused/w576", "fused/w544", source=_CB_SRC)
+F_CB_CLASH = F(_CB_CLASH, "fused/w544-fp32-inputs", "fused/w544", source=_CB_SRC)
 F_SAME_CORES = F("input_tensor1 ({}) and input_tensor2 ({}) must have same number of cores", "fused/cores-32-vs-8",
                  "fused/four-users-per-core")
 
@@ -191,6 +205,38 @@ def _check_update(rs: Any, cache: Tensor, x: Tensor, idx: Tensor | None, idx_lis
     (F_INPUT_DTYPE if fused else U_INPUT_DTYPE).require(x.dtype in (DataType.FLOAT32, DataType.BFLOAT16))
     U_BATCH_OFFSET.require(batch_offset == 0)
     return users
+
+
+def _check_circular_buffers(beyond: Any, clash: Any, cache: Tensor, inputs: list[Tensor], page_table: Tensor | None,
+                            kernel: Any, fused: bool) -> None:
+    """The update program's circular buffers against the core's L1 and the lowest L1 buffer."""
+    dev = cache.device_or_none
+    mem = dev.chip_memories()[0]
+    chip = mem.chip
+    x = inputs[0]
+    wt = -(-(cache.shape[-1] if fused else x.padded_shape[-1]) // TILE_SIZE)  # (the fused kernel sizes by the cache)
+    users = x.padded_shape[1]
+    cache_tile = TILE_BYTES[cache.dtype]
+    untilized = 4096 if kernel is not None and getattr(kernel, "fp32_dest_acc_en", False) else 2048
+    sizes = [2 * wt * cache_tile, 2 * wt * untilized, 2 * wt * untilized, users * wt * cache_tile]
+    if fused:  # the positions and a page-table row as one aligned DRAM page each
+        sizes.append(round_up(users * 4, chip.dram_alignment))
+        if page_table is not None:
+            sizes.append(round_up(page_table.shape[-1] * 4, chip.dram_alignment))
+    else:  # the positions as one int32 tile, the page-table row as it is
+        sizes.append(TILE_BYTES[DataType.INT32])
+        if page_table is not None:
+            sizes.append(page_table.shape[-1] * 4)
+    total = 0
+    for size in sizes:
+        total = round_up(total, chip.l1_alignment) + size
+    end = chip.l1_unreserved_base + total
+    cores = [c for t in inputs for c in t.memory_config().shard_spec.grid.cores()]
+    where = f"{min(c.x for c in cores)}-{min(c.y for c in cores)} - {max(c.x for c in cores)}-{max(c.y for c in cores)}"
+    beyond.require(end <= chip.l1_size, where, end, chip.l1_size)
+    lowest = mem.lowest_l1_buffer()
+    if lowest is not None:
+        clash.require(end <= lowest, 0, where, lowest, end)
 
 
 def _racing_rows(rows: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor | None:
@@ -291,6 +337,8 @@ def paged_update_cache(
                   fused=False)
     refuse_options("experimental.paged_update_cache", mesh_coords=mesh_coords, block_size=block_size,
                    num_kv_heads=num_kv_heads, cache_position_modulo=cache_position_modulo)
+    _check_circular_buffers(U_CB_BEYOND_L1, U_CB_CLASH, cache_tensor, [input_tensor], page_table,
+                            compute_kernel_config, fused=False)
     write = _writer([cache_tensor], [input_tensor], bool(share_cache))
     per_device_write(write, cache_tensor, input_tensor, _positions(update_idxs_tensor, idx_list), page_table)
     return cache_tensor
@@ -325,6 +373,8 @@ def paged_fused_update_cache(
     g1, g2 = _shards_of(input_tensor1).grid, _shards_of(input_tensor2).grid
     F_OVERLAP.require(not set(g1.cores()) & set(g2.cores()), g1, g2)
     F_SAME_CORES.require(g1.num_cores() == g2.num_cores(), g1, g2)
+    _check_circular_buffers(F_CB_BEYOND_L1, F_CB_CLASH, cache_tensor1, [input_tensor1, input_tensor2], page_table,
+                            compute_kernel_config, fused=True)
     write = _writer([cache_tensor1, cache_tensor2], [input_tensor1, input_tensor2], bool(share_cache))
     per_device_write(write, cache_tensor1, cache_tensor2, input_tensor1, input_tensor2,
                      _positions(update_idxs_tensor, idx_list), page_table)

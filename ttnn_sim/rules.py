@@ -70,7 +70,7 @@ def all_rules() -> list[Rule]:
     import importlib
 
     for module in ("all_to_all", "clamp", "conversion", "copy_op", "data_movement", "distributed_norm", "eltwise",
-                   "embedding", "experimental", "fused_softmax", "generic_reduction", "heads", "matmul",
+                   "embedding", "experimental", "fused_softmax", "generic_reduction", "heads", "matmul", "mla",
                    "normalization", "padding", "paged_cache", "placement", "reduction", "rotary", "sampling",
                    "sdpa_decode", "sparse_matmul", "transformer"):
         importlib.import_module(f"{__package__}.{module}")

@@ -20,6 +20,7 @@ attends over 0..cur_pos[b * T + j].
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,7 +30,7 @@ from .errors import TTError, refuse_options
 from .memory import DRAM_MEMORY_CONFIG, BufferType, MemoryConfig, TensorMemoryLayout
 from .paged import check_blocks
 from .program_configs import SDPAProgramConfig
-from .rules import rules
+from .rules import Rule, rules
 from .tensor import Tensor
 from .trace import device_op
 from .types import TILE_SIZE, DataType, Layout
@@ -160,6 +161,110 @@ def _k_chunk(program_config: Any) -> int:
     return program_config.k_chunk_size if program_config is not None else TILE_SIZE
 
 
+@dataclass(frozen=True)
+class DecodeRules:
+    """The rules the paged decode ops share, by role: each op registers its own (their errors name it), and the
+    checks below apply them in the device's order (ttnn_sim.mla passes multi-latent attention's)."""
+
+    rm_q_sharded: Rule
+    rm_q_output: Rule
+    rm_q_cb: Rule
+    q_sharded_hs: Rule
+    q_dram: Rule
+    kv_dram: Rule
+    out_hs: Rule
+    cur_pos_needed: Rule
+    cur_pos_int32: Rule
+    cur_pos_last_dim: Rule
+    cur_pos_rm: Rule
+    pt_int32: Rule
+    pt_rm: Rule
+    gqa_no_sharded_out: Rule
+    gqa_bf16_q: Rule
+    gqa_multiple: Rule
+    sink_rank: Rule
+    sink_heads: Rule
+    sink_width: Rule
+    sink_bf16: Rule
+    sink_tile: Rule
+    sink_dram: Rule
+    grid_fits: Rule
+    grid_batch: Rule
+
+
+def check_placement(r: DecodeRules, q: Tensor, kv: tuple[Tensor | None, ...], out_mc: MemoryConfig) -> None:
+    """Where Q, the caches and the output may live."""
+    qmc = q.memory_config()
+    if q.layout == Layout.ROW_MAJOR:
+        r.rm_q_sharded.require(qmc.memory_layout == _HS and qmc.buffer_type == BufferType.L1)
+        r.rm_q_output.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+        # The output is staged a tile row at a time in a circular buffer placed on the output shard itself.
+        if out_mc.shard_spec is not None:
+            sh, sw = out_mc.shard_spec.shape
+            cb, shard_bytes = (sw // TILE_SIZE) * 2048, sh * sw * 2
+            r.rm_q_cb.require(cb <= shard_bytes, cb, shard_bytes)
+    if qmc.is_sharded():
+        r.q_sharded_hs.require(qmc.memory_layout == _HS, f"TensorMemoryLayout::{qmc.memory_layout.name}")
+    else:
+        r.q_dram.require(qmc.buffer_type == BufferType.DRAM, f"BufferType::{qmc.buffer_type.name}")
+    for i, t in enumerate(kv, start=1):
+        if t is not None:
+            bt = t.memory_config().buffer_type
+            r.kv_dram.require(bt == BufferType.DRAM, i, f"BufferType::{bt.name}")
+    if out_mc.is_sharded():
+        r.out_hs.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+
+
+def check_cur_pos(r: DecodeRules, cur_pos: Tensor | None) -> tuple[int, ...]:
+    """A causal paged decode's positions tensor (its batch is checked by the caller); returns its padded shape."""
+    r.cur_pos_needed.require(cur_pos is not None)
+    r.cur_pos_int32.require(cur_pos.dtype == DataType.INT32, f"DataType::{cur_pos.dtype.name}")
+    padded = cur_pos.padded_shape
+    r.cur_pos_last_dim.require(all(d == 1 for d in padded[:-1]), padded)
+    r.cur_pos_rm.require(cur_pos.layout == Layout.ROW_MAJOR, f"Layout::{cur_pos.layout.name}")
+    return padded
+
+
+def check_page_table(r: DecodeRules, pt: Tensor) -> None:
+    r.pt_int32.require(pt.dtype == DataType.INT32)
+    r.pt_rm.require(pt.layout == Layout.ROW_MAJOR, f"Layout::{pt.layout.name}")
+
+
+def check_gqa(r: DecodeRules, q: Tensor, nkv: int, out_mc: MemoryConfig) -> None:
+    if nkv > 1:
+        r.gqa_no_sharded_out.require(not out_mc.is_sharded())
+        r.gqa_bf16_q.require(q.dtype == DataType.BFLOAT16 or reference_precision(q), f"DataType::{q.dtype.name}")
+        r.gqa_multiple.require(q.shape[2] % nkv == 0, q.shape[2], nkv)
+
+
+def check_sink(r: DecodeRules, sink: Tensor | None, q_padded: tuple[int, ...]) -> None:
+    """The attention sink: [padded heads, 32] bf16 TILE in DRAM."""
+    if sink is None:
+        return
+    s_padded = _padded(sink)
+    r.sink_rank.require(len(s_padded) == 2)
+    r.sink_heads.require(s_padded[0] == q_padded[2], s_padded[0])
+    r.sink_width.require(s_padded[1] == TILE_SIZE, s_padded[1])
+    r.sink_bf16.require(sink.dtype == DataType.BFLOAT16, f"DataType::{sink.dtype.name}")
+    r.sink_tile.require(sink.layout == Layout.TILE, f"Layout::{sink.layout.name}")
+    bt = sink.memory_config().buffer_type
+    r.sink_dram.require(bt == BufferType.DRAM, f"BufferType::{bt.name}")
+
+
+def check_grid(r: DecodeRules, program_config: Any, q: Tensor, users: int) -> None:
+    if program_config is not None:
+        g = program_config.compute_with_storage_grid_size
+        gx, gy = q.device_or_none.chip.grid
+        r.grid_fits.require(g.x * g.y <= gx * gy, g.x * g.y, gx * gy)
+        r.grid_batch.require(g.x * g.y >= users, g.x * g.y, users)
+
+
+PAGED = DecodeRules(RM_Q_SHARDED, RM_Q_OUTPUT, RM_Q_CB, Q_SHARDED_HS, Q_DRAM, KV_DRAM, OUT_HS, CUR_POS_NEEDED,
+                    CUR_POS_INT32, CUR_POS_LAST_DIM, CUR_POS_RM, PT_INT32, PT_RM, GQA_NO_SHARDED_OUT,
+                    GQA_BF16_Q, GQA_MULTIPLE, SINK_RANK, SINK_HEADS, SINK_WIDTH, SINK_BF16, SINK_TILE, SINK_DRAM,
+                    GRID_FITS, GRID_BATCH)
+
+
 def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | None, attn_mask: Tensor | None,
               sink: Tensor | None, is_causal: bool, out_mc: MemoryConfig, program_config: Any, modulo: int | None,
               window: int | None, spec: int) -> int:
@@ -174,24 +279,7 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
     for t in (q, kc, vc):
         DTYPE.require(t.dtype in _DTYPES or reference_precision(t), f"DataType::{t.dtype.name}")
     KV_TILE.require(kc.layout == Layout.TILE and vc.layout == Layout.TILE)
-    qmc = q.memory_config()
-    if q.layout == Layout.ROW_MAJOR:
-        RM_Q_SHARDED.require(qmc.memory_layout == _HS and qmc.buffer_type == BufferType.L1)
-        RM_Q_OUTPUT.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
-        # The output is staged a tile row at a time in a circular buffer placed on the output shard itself.
-        if out_mc.shard_spec is not None:
-            sh, sw = out_mc.shard_spec.shape
-            cb, shard_bytes = (sw // TILE_SIZE) * 2048, sh * sw * 2
-            RM_Q_CB.require(cb <= shard_bytes, cb, shard_bytes)
-    if qmc.is_sharded():
-        Q_SHARDED_HS.require(qmc.memory_layout == _HS, f"TensorMemoryLayout::{qmc.memory_layout.name}")
-    else:
-        Q_DRAM.require(qmc.buffer_type == BufferType.DRAM, f"BufferType::{qmc.buffer_type.name}")
-    for i, t in ((1, kc), (2, vc)):
-        bt = t.memory_config().buffer_type
-        KV_DRAM.require(bt == BufferType.DRAM, i, f"BufferType::{bt.name}")
-    if out_mc.is_sharded():
-        OUT_HS.require(out_mc.memory_layout == _HS, f"TensorMemoryLayout::{out_mc.memory_layout.name}")
+    check_placement(PAGED, q, (kc, vc), out_mc)
     q_padded = _padded(q)
     if is_causal:
         CAUSAL_NO_MASK.require(attn_mask is None)
@@ -213,11 +301,7 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
         SPEC_ROWS.require(q_padded[2] == spec * TILE_SIZE, spec, spec * TILE_SIZE, q_padded[2])
         SPEC_FULL_TILES.require(q.shape[2] > 16, q.shape[2])
     if is_causal:
-        CUR_POS_NEEDED.require(cur_pos is not None)
-        CUR_POS_INT32.require(cur_pos.dtype == DataType.INT32, f"DataType::{cur_pos.dtype.name}")
-        padded = cur_pos.padded_shape
-        CUR_POS_LAST_DIM.require(all(d == 1 for d in padded[:-1]), padded)
-        CUR_POS_RM.require(cur_pos.layout == Layout.ROW_MAJOR, f"Layout::{cur_pos.layout.name}")
+        padded = check_cur_pos(PAGED, cur_pos)
         if spec:
             SPEC_ENTRIES.require(padded[-1] == users * spec, spec, users * spec, users, spec, padded[-1])
             groups = cur_pos.shard(0).reshape(-1)[: users * spec].to(torch.int64).reshape(users, spec) % (1 << 32)
@@ -226,8 +310,7 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
                                        int(groups[b, j + 1]))
         elif not cur_pos.is_sharded():
             CUR_POS_BATCH.require(padded[-1] == users, padded[-1], users)
-    PT_INT32.require(pt.dtype == DataType.INT32)
-    PT_RM.require(pt.layout == Layout.ROW_MAJOR, f"Layout::{pt.layout.name}")
+    check_page_table(PAGED, pt)
     SAME_BLOCK.require(kc.shape[2] == vc.shape[2])
     SAME_HIDDEN.require(kc.shape[-1] == q.shape[-1] and vc.shape[-1] == q.shape[-1])
     if modulo is not None:
@@ -242,28 +325,13 @@ def _validate(q: Tensor, kc: Tensor, vc: Tensor, pt: Tensor, cur_pos: Tensor | N
         SPAN_CHUNK_MULTIPLE.require(span % k_chunk == 0, span, k_chunk)
     nkv = kc.shape[1]
     SAME_HEADS.require(nkv == vc.shape[1], nkv, vc.shape[1])
-    if nkv > 1:
-        GQA_NO_SHARDED_OUT.require(not out_mc.is_sharded())
-        GQA_BF16_Q.require(q.dtype == DataType.BFLOAT16 or reference_precision(q), f"DataType::{q.dtype.name}")
-        GQA_MULTIPLE.require(q.shape[2] % nkv == 0, q.shape[2], nkv)
-    if sink is not None:
-        s_padded = _padded(sink)
-        SINK_RANK.require(len(s_padded) == 2)
-        SINK_HEADS.require(s_padded[0] == q_padded[2], s_padded[0])
-        SINK_WIDTH.require(s_padded[1] == TILE_SIZE, s_padded[1])
-        SINK_BF16.require(sink.dtype == DataType.BFLOAT16, f"DataType::{sink.dtype.name}")
-        SINK_TILE.require(sink.layout == Layout.TILE, f"Layout::{sink.layout.name}")
-        bt = sink.memory_config().buffer_type
-        SINK_DRAM.require(bt == BufferType.DRAM, f"BufferType::{bt.name}")
+    check_gqa(PAGED, q, nkv, out_mc)
+    check_sink(PAGED, sink, q_padded)
     if spec:
         k = _k_chunk(program_config) // TILE_SIZE
         SPEC_CHUNK.require(k & (k - 1) == 0, k)
         SPEC_HEADS_PER_CORE.require(True)
-    if program_config is not None:
-        g = program_config.compute_with_storage_grid_size
-        gx, gy = q.device_or_none.chip.grid
-        GRID_FITS.require(g.x * g.y <= gx * gy, g.x * g.y, gx * gy)
-        GRID_BATCH.require(g.x * g.y >= users, g.x * g.y, users)
+    check_grid(PAGED, program_config, q, users)
     return users
 
 
@@ -363,106 +431,8 @@ def paged_scaled_dot_product_attention_decode(
     mask, sink, modulo, spec = attn_mask, attention_sink, cache_position_modulo, spec_multi_pos_tiles or 0
     users = _validate(q, kc, vc, page_table_tensor, cur_pos_tensor, mask, sink, is_causal, out_mc, program_config,
                       modulo, sliding_window_size, spec)
-    nb, nkv, bs, hd = kc.shape
-    if bs % TILE_SIZE:
-        raise TTError(op, f"the simulator models whole-tile cache blocks only (block_size {bs})")
-    nh = q.shape[2]
-    pnh = _padded(q)[2]
-    sc = scale if scale is not None else 1.0 / math.sqrt(hd)
-    width = page_table_tensor.shape[1]
-    span_len = width * bs
-    g = nh // nkv
-    tiles_per_block = bs // TILE_SIZE
-    spans: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
-    mask_geometry = (_padded(mask), mask.layout == Layout.TILE) if mask is not None else None
-    sink_padded = _padded(sink) if sink is not None else None
-
-    def span(ntiles: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """For the first ntiles tiles of a user's history: each tile's logical block, its row offset in the
-        [blocks * heads * tiles, 32 * hd] view of the cache (per kv head) relative to its block, and the key
-        positions they hold. With cache_position_modulo the tile index wraps first: position p is read from slot
-        p % modulo, however often the range wraps."""
-        if ntiles not in spans:
-            tiles = torch.arange(ntiles)
-            if modulo:
-                tiles = tiles % (modulo // TILE_SIZE)
-            offset = torch.arange(nkv)[:, None] * tiles_per_block + tiles % tiles_per_block
-            spans[ntiles] = (tiles // tiles_per_block, offset[None], torch.arange(ntiles * TILE_SIZE))
-        return spans[ntiles]
-
-    def gather(pt: torch.Tensor, ntiles: int, live: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        block_of, offset, kpos = span(ntiles)
-        if int(block_of.max()) >= width:  # the device reads past the row's page-table entries
-            raise TTError(op, f"positions up to {ntiles * TILE_SIZE - 1} need block {int(block_of.max())}; the page "
-                              f"table has {width} columns")
-        blocks = pt[:, block_of]
-        if live is not None:
-            blocks = blocks * live[:, None]  # an empty slot reads block 0; its rows are discarded
-        check_blocks(op, blocks, nb)
-        # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
-        return (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1), kpos
-
-    def plan(pt: torch.Tensor, cp: torch.Tensor | None) -> tuple | None:
-        """Gather index of every user's K/V tiles, the attention mask and the live users (None: no live user)."""
-        if cp is None:  # non-causal: every position of the row's span (the window ending at its last position)
-            idx, kpos = gather(pt, span_len // TILE_SIZE, None)
-            allowed = torch.ones(1, kpos.numel(), dtype=torch.bool)
-            if sliding_window_size:
-                allowed &= kpos > span_len - 1 - sliding_window_size
-            return idx, kpos.numel(), allowed[:, None, None, :], None, users
-        if spec:
-            # Row tile j of user b (heads 32j..32j+31) is bounded by cur_pos[b * T + j]; the group's last entry sets
-            # the scan range (and -1 there skips the user).
-            bounds = cp.reshape(-1)[: users * spec].reshape(users, spec).long()
-            pos = bounds[:, -1]
-            rows = bounds[:, torch.arange(nh) // TILE_SIZE]  # [users, nh]
-        else:
-            pos = cp.reshape(-1)[:users]
-        lo, top = (int(v) for v in torch.aminmax(pos))
-        if top < 0:
-            return None
-        live = None
-        n = users
-        if lo < 0:
-            live = pos >= 0
-            # Users past the last live one are left out: their rows are undefined whatever is computed.
-            n = int(torch.nonzero(live)[-1]) + 1
-            live, pos, pt = live[:n], pos[:n].clamp(min=0), pt[:n]
-            if spec:
-                rows = rows[:n]
-            if bool(live.all()):
-                live = None
-        # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
-        idx, kpos = gather(pt, top // TILE_SIZE + 1, live)
-        if spec:
-            return idx, kpos.numel(), (kpos <= rows.clamp(min=0)[..., None])[:, None], live, n
-        allowed = kpos <= pos[:, None]
-        if sliding_window_size is not None:
-            allowed &= kpos > pos[:, None] - sliding_window_size
-        return idx, kpos.numel(), allowed[:, None, None, :], live, n
-
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: torch.Tensor | None,
-                mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
-        cp = cp if is_causal else None
-        # Every layer reads through the same table at the same positions: planned once per version of the two.
-        key = f"sdpa_decode:{nb},{nkv},{bs},{users},{sliding_window_size},{is_causal},{modulo},{spec},{nh}"
-        p = derived_from(key, (pt, cp), lambda: plan(pt, cp))
-        if p is None:
-            return torch.full((1, users, nh, hd), float("nan"))
-        idx, t, allowed, live, n = p
-        # bf16 operands with fp32 scores and softmax, probabilities rounded to bf16 for the PV product, as the
-        # device's kernel keeps them in bf16 circular buffers (fp32 throughout only at reference precision).
-        dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
-        keys, vals = (c.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(n, nkv, t, hd) for c in (kk, vv))
-        qg = qq[:, :n].reshape(n, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
-        rows = None
-        if mm is not None:
-            rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:n, :nh]
-        sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0] if ss is not None else None
-        return _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, hd)
-
-    shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)
-    return output(q, shards, q.dtype, q.layout, out_mc)
+    return paged_decode(op, q, kc, vc, None, page_table_tensor, cur_pos_tensor, mask, sink, users, is_causal, scale,
+                        sliding_window_size, out_mc, modulo, spec)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -734,4 +704,124 @@ def scaled_dot_product_attention_decode(
         return _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, hd)
 
     shards = per_device(compute, q, k, v, cur_pos_tensor if is_causal else None, mask, sink)
+    return output(q, shards, q.dtype, q.layout, out_mc)
+
+
+def paged_decode(op: str, q: Tensor, kc: Tensor, vc: Tensor | None, head_dim_v: int | None, page_table: Tensor,
+                 cur_pos: Tensor | None, mask: Tensor | None, sink: Tensor | None, users: int, is_causal: bool,
+                 scale: float | None, sliding_window_size: int | None, out_mc: MemoryConfig, modulo: int | None = None,
+                 spec: int = 0) -> Tensor:
+    """The paged decode kernel after validation, shared with multi-latent attention (ttnn_sim.mla): vc None reads
+    the values from the key cache, its first head_dim_v columns (whole tiles of them: the kernel counts V's width in
+    tiles, so columns past the last whole tile are left unwritten, NaN here)."""
+    page_table_tensor, cur_pos_tensor = page_table, cur_pos
+    nb, nkv, bs, hd = kc.shape
+    if bs % TILE_SIZE:
+        raise TTError(op, f"the simulator models whole-tile cache blocks only (block_size {bs})")
+    nh = q.shape[2]
+    pnh = _padded(q)[2]
+    sc = scale if scale is not None else 1.0 / math.sqrt(hd)
+    width = page_table_tensor.shape[1]
+    span_len = width * bs
+    g = nh // nkv
+    tiles_per_block = bs // TILE_SIZE
+    spans: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+    mask_geometry = (_padded(mask), mask.layout == Layout.TILE) if mask is not None else None
+    sink_padded = _padded(sink) if sink is not None else None
+    dv = hd if head_dim_v is None else head_dim_v
+    dv_read = dv // TILE_SIZE * TILE_SIZE  # V's width in whole tiles, as the kernel counts it
+
+    def span(ntiles: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For the first ntiles tiles of a user's history: each tile's logical block, its row offset in the
+        [blocks * heads * tiles, 32 * hd] view of the cache (per kv head) relative to its block, and the key
+        positions they hold. With cache_position_modulo the tile index wraps first: position p is read from slot
+        p % modulo, however often the range wraps."""
+        if ntiles not in spans:
+            tiles = torch.arange(ntiles)
+            if modulo:
+                tiles = tiles % (modulo // TILE_SIZE)
+            offset = torch.arange(nkv)[:, None] * tiles_per_block + tiles % tiles_per_block
+            spans[ntiles] = (tiles // tiles_per_block, offset[None], torch.arange(ntiles * TILE_SIZE))
+        return spans[ntiles]
+
+    def gather(pt: torch.Tensor, ntiles: int, live: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        block_of, offset, kpos = span(ntiles)
+        if int(block_of.max()) >= width:  # the device reads past the row's page-table entries
+            raise TTError(op, f"positions up to {ntiles * TILE_SIZE - 1} need block {int(block_of.max())}; the page "
+                              f"table has {width} columns")
+        blocks = pt[:, block_of]
+        if live is not None:
+            blocks = blocks * live[:, None]  # an empty slot reads block 0; its rows are discarded
+        check_blocks(op, blocks, nb)
+        # One gather from the [blocks * heads * tiles, 32 * hd] view lands each head's history contiguously.
+        return (blocks[:, None, :] * (nkv * tiles_per_block) + offset).reshape(-1), kpos
+
+    def plan(pt: torch.Tensor, cp: torch.Tensor | None) -> tuple | None:
+        """Gather index of every user's K/V tiles, the attention mask and the live users (None: no live user)."""
+        if cp is None:  # non-causal: every position of the row's span (the window ending at its last position)
+            idx, kpos = gather(pt, span_len // TILE_SIZE, None)
+            allowed = torch.ones(1, kpos.numel(), dtype=torch.bool)
+            if sliding_window_size:
+                allowed &= kpos > span_len - 1 - sliding_window_size
+            return idx, kpos.numel(), allowed[:, None, None, :], None, users
+        if spec:
+            # Row tile j of user b (heads 32j..32j+31) is bounded by cur_pos[b * T + j]; the group's last entry sets
+            # the scan range (and -1 there skips the user).
+            bounds = cp.reshape(-1)[: users * spec].reshape(users, spec).long()
+            pos = bounds[:, -1]
+            rows = bounds[:, torch.arange(nh) // TILE_SIZE]  # [users, nh]
+        else:
+            pos = cp.reshape(-1)[:users]
+        lo, top = (int(v) for v in torch.aminmax(pos))
+        if top < 0:
+            return None
+        live = None
+        n = users
+        if lo < 0:
+            live = pos >= 0
+            # Users past the last live one are left out: their rows are undefined whatever is computed.
+            n = int(torch.nonzero(live)[-1]) + 1
+            live, pos, pt = live[:n], pos[:n].clamp(min=0), pt[:n]
+            if spec:
+                rows = rows[:n]
+            if bool(live.all()):
+                live = None
+        # Only the 32-row tiles up to the furthest position are read, as the kernel walks K/V chunk by chunk.
+        idx, kpos = gather(pt, top // TILE_SIZE + 1, live)
+        if spec:
+            return idx, kpos.numel(), (kpos <= rows.clamp(min=0)[..., None])[:, None], live, n
+        allowed = kpos <= pos[:, None]
+        if sliding_window_size is not None:
+            allowed &= kpos > pos[:, None] - sliding_window_size
+        return idx, kpos.numel(), allowed[:, None, None, :], live, n
+
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, pt: torch.Tensor, cp: torch.Tensor | None,
+                mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
+        cp = cp if is_causal else None
+        # Every layer reads through the same table at the same positions: planned once per version of the two.
+        key = f"sdpa_decode:{nb},{nkv},{bs},{users},{sliding_window_size},{is_causal},{modulo},{spec},{nh}"
+        p = derived_from(key, (pt, cp), lambda: plan(pt, cp))
+        if p is None:
+            return torch.full((1, users, nh, dv), float("nan"))
+        idx, t, allowed, live, n = p
+        # bf16 operands with fp32 scores and softmax, probabilities rounded to bf16 for the PV product, as the
+        # device's kernel keeps them in bf16 circular buffers (fp32 throughout only at reference precision).
+        dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
+        if vv is None:  # multi-latent attention: V is the first columns of each cached row
+            keys = kk.reshape(-1, TILE_SIZE * hd).index_select(0, idx).view(n, nkv, t, hd)
+            vals = keys[..., :dv_read]
+        else:  # V's rows have its own width (head_dim_v for an explicit MLA V)
+            keys, vals = (c.reshape(-1, TILE_SIZE * c.shape[-1]).index_select(0, idx).view(n, nkv, t, c.shape[-1])
+                          for c in (kk, vv))
+        qg = qq[:, :n].reshape(n, nkv, g, hd)  # the g query heads sharing a kv head, as g rows of one head
+        rows = None
+        if mm is not None:
+            rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], users, pnh, t)[:n, :nh]
+        sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0] if ss is not None else None
+        res = _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, dv_read)
+        if dv_read < dv:  # columns past V's last whole tile: never written
+            res = torch.nn.functional.pad(res, (0, dv - dv_read), value=float("nan"))
+        return res
+
+    shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)
     return output(q, shards, q.dtype, q.layout, out_mc)
