@@ -104,7 +104,7 @@ class TTCausalLM(Generator):
         else:
             meta = hf_to_meta(load_state_dict(path), args.n_heads, args.n_kv_heads, args.head_dim,
                               sandwich_norms=args.sandwich_norms, norm_unit_offset=args.norm_unit_offset,
-                              rotary_dim=args.rotary_dim)
+                              rotary_dim=args.rotary_dim, mla=args.mla)
             # The first n_layers of a deeper checkpoint; and GLM-4.5 / DeepSeek-V3 checkpoints carry their
             # multi-token-prediction layers after the model's own (num_nextn_predict_layers), which HF leaves unread,
             # and so does this model.
@@ -170,8 +170,8 @@ class TTCausalLM(Generator):
 
     def allocate_kv_cache(self, kv_cache_shape: tuple, dtype: torch.dtype, num_layers: int,
                           layer_groups: Sequence[int] | None = None) -> list:
-        """kv_cache[dp][layer] = [K, V], each (num_blocks, kv_cache_heads, block_size, head_dim) per chip in the
-        profile's KV-cache dtype (vLLM's torch dtype only sizes the pages).
+        """kv_cache[dp][layer] = [K, V] (multi-latent attention: [latent]), each (num_blocks, kv_cache_heads,
+        block_size, head_dim) per chip in the profile's KV-cache dtype (vLLM's torch dtype only sizes the pages).
 
         layer_groups (vLLM's hybrid KV cache): each layer's KV-cache group, whose own block table (page_table[g])
         it reads and writes. Block ids are unique across groups (one pool), so the k-th layer of every group shares
@@ -201,7 +201,8 @@ class TTCausalLM(Generator):
             t = ttnn.empty(kv_cache_shape, dtype_tt, ttnn.TILE_LAYOUT, self.mesh_device, ttnn.DRAM_MEMORY_CONFIG)
             return ttnn.fill(t, 0.0, output_tensor=t)
 
-        tensors = [[zeros(), zeros()] for _ in range(max(slots) + 1)]
+        # K and V per layer (multi-latent attention: its one latent cache).
+        tensors = [[zeros() for _ in range(a.kv_caches_per_layer)] for _ in range(max(slots) + 1)]
         return [[tensors[s] for s in slots]]
 
     def prefill_forward(self, tokens: torch.Tensor, page_table: torch.Tensor, kv_cache: list, prompt_lens: Any,
@@ -312,7 +313,11 @@ class TTGlm4MoeForCausalLM(TTCausalLM):
     architecture = "Glm4MoeForCausalLM"
 
 
+class TTDeepseekV3ForCausalLM(TTCausalLM):
+    architecture = "DeepseekV3ForCausalLM"
+
+
 TT_CLASSES = {c.architecture: c for c in (TTLlamaForCausalLM, TTMistralForCausalLM, TTQwen2ForCausalLM,
                                            TTQwen3ForCausalLM, TTGemma3ForCausalLM, TTQwen3MoeForCausalLM,
                                            TTQwen2MoeForCausalLM, TTMixtralForCausalLM, TTGptOssForCausalLM,
-                                           TTGlm4MoeForCausalLM)}
+                                           TTGlm4MoeForCausalLM, TTDeepseekV3ForCausalLM)}

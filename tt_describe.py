@@ -72,7 +72,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     from generator_vllm import TT_CLASSES
     from tt_models.backend import ttnn
     from tt_models.config import load_model_overrides
-    from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
+    from tt_models.layouts import MLA_PREFILL_CHUNK, prefill_matmul, sdpa_prefill, tile_bytes
     from tt_models.parallel import shared_expert_units
 
     arch = next(a for a in cfg.architectures if a in TT_CLASSES)
@@ -113,6 +113,12 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
             gate = "gated by sigmoid(x . shared_expert_gate)" if a.shared_expert_gated else "ungated"
             out.append(f"shared expert of {a.shared_expert_dim} units on every token ({gate}); "
                        f"{shared_expert_units(a, plan)} units per chip")
+    if a.mla is not None:
+        ml = a.mla
+        query = f"low-rank {ml.q_lora_rank}" if ml.q_lora_rank else "one projection"
+        out.append(f"multi-latent attention: one cached row of {ml.kv_lora_rank} + {ml.rope_dim} channels per position "
+                   f"(every head's keys and values), query heads of {ml.nope_dim} + {ml.rope_dim} ({query}) with the "
+                   f"key up-projection absorbed, values {ml.v_dim} wide (docs/mla.md)")
     if a.rotary_dim:
         out.append(f"RoPE on the first {a.rotary_dim} of each head's {a.head_dim} channels (the rest pass through: "
                    f"cos 1, sin 0)")
@@ -134,7 +140,8 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
             f"{plan.dim // TILE} tiles, nearest 32)",
             f"  norms: sharded rms_norm on {norm.compute_with_storage_grid_size.x}x"
             f"{norm.compute_with_storage_grid_size.y} cores, block_w {norm.block_w}, subblock_w {norm.subblock_w}"]
-    for name, mm in (("QKV", d.qkv), ("WO", d.wo), ("w1/w3", d.w1_w3), ("w2", d.w2)):
+    attention_mms = () if a.mla is not None else (("QKV", d.qkv), ("WO", d.wo))
+    for name, mm in (*attention_mms, ("w1/w3", d.w1_w3), ("w2", d.w2)):
         out.append(f"  {name}: {mm.describe()}")
     same = 0
     for i, mm in enumerate(d.lm_head):  # equal splits print once
@@ -144,9 +151,14 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
         count = f"{same + 1} splits" if same else "1 split"
         out.append(f"  LM head, {count} of {lay.lm_head_splits[i]} columns: {mm.describe()}")
         same = 0
-    out.append(f"  heads: one user per core, Q and V on {d.q_cores.num_cores()} cores, K on {d.k_cores.num_cores()}; "
-               f"paged SDPA decode on the {lay.grid[0]}x{lay.grid[1]} grid"
-               + (f", sliding window {a.sliding_window}" if a.sliding_window else ""))
+    if a.mla is not None:
+        out.append(f"  attention: its projections and each head's W_k / W_v as matmuls on interleaved L1 (ttnn's "
+                   f"default configs); each user's latent row written on its own core; paged MLA decode on the "
+                   f"{lay.grid[0]}x{lay.grid[1]} grid")
+    else:
+        out.append(f"  heads: one user per core, Q and V on {d.q_cores.num_cores()} cores, K on "
+                   f"{d.k_cores.num_cores()}; paged SDPA decode on the {lay.grid[0]}x{lay.grid[1]} grid"
+                   + (f", sliding window {a.sliding_window}" if a.sliding_window else ""))
     p0 = m.precisions[0]
     act, res = tile_bytes(p0.residual), tile_bytes(p0.residual)
     qkv_n = a.head_dim * (local.n_heads + 2 * local.n_kv_heads)
@@ -156,9 +168,10 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     while True:
         seq = min(seq, gen.max_prefill_chunk)
         parts = []
-        for name, k, n, w, kernel in (("QKV", local.dim, qkv_n, p0.wqkv, "LI_QKV_PREFILL"),
-                                      ("WO", local.n_heads * a.head_dim, local.dim, p0.wo, "LI_O_PREFILL"),
-                                      ("w1/w3", local.dim, local.hidden_dim, p0.ff1_ff3, "LI_FF1_FF3"),
+        attention = () if a.mla is not None else (
+            ("QKV", local.dim, qkv_n, p0.wqkv, "LI_QKV_PREFILL"),
+            ("WO", local.n_heads * a.head_dim, local.dim, p0.wo, "LI_O_PREFILL"))
+        for name, k, n, w, kernel in (*attention, ("w1/w3", local.dim, local.hidden_dim, p0.ff1_ff3, "LI_FF1_FF3"),
                                       ("w2", local.hidden_dim, local.dim, p0.ff2, "LI_FF2")):
             pm = prefill_matmul(seq, k, n, lay.grid, act, tile_bytes(w), res,
                                 bool(p0.kernels[kernel].fp32_dest_acc_en), lay.cb_budget)
@@ -166,7 +179,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
             parts.append(f"{name} grid {pc.compute_with_storage_grid_size.x}x{pc.compute_with_storage_grid_size.y} "
                          f"in0_block_w {pc.in0_block_w} per_core {pc.per_core_M}x{pc.per_core_N}"
                          + (f" in batches of {pm.rows} rows" if pm.rows < seq else ""))
-        sd = sdpa_prefill(seq, 0, lay.grid)
+        sd = sdpa_prefill(seq, 0, lay.grid, **({"max_chunk": MLA_PREFILL_CHUNK} if a.mla is not None else {}))
         out.append(f"  {seq} tokens: " + "; ".join(parts) + f"; SDPA chunks {sd.q_chunk_size}/{sd.k_chunk_size}")
         if seq >= min(max_seq_len, gen.max_prefill_chunk):
             break

@@ -33,12 +33,12 @@ class KVCapacity:
 
 
 def kv_bank_bytes(num_blocks: int, n_layers: int, n_kv_heads: int, block_size: int, head_dim: int,
-                  dtype_name: str, banks: int, alignment: int = 32) -> int:
-    """Bytes per DRAM bank the whole KV cache takes (every layer's K and V)."""
+                  dtype_name: str, banks: int, alignment: int = 32, per_layer: int = 2) -> int:
+    """Bytes per DRAM bank the whole KV cache takes (every layer's K and V: per_layer caches, MLA's one)."""
     tiles = num_blocks * n_kv_heads * (block_size // TILE) * -(-head_dim // TILE)
     per_tensor = -(-tiles // banks) * TILE_BYTES[dtype_name]
     per_tensor = -(-per_tensor // alignment) * alignment
-    return 2 * n_layers * per_tensor
+    return per_layer * n_layers * per_tensor
 
 
 def activation_reserve(args: Any, max_prefill_tokens: int, banks: int) -> int:
@@ -77,8 +77,8 @@ def kv_capacity(device: Any, args: Any, block_size: int, kv_dtype: Any, max_pref
     reserve = max(activation_reserve(a, max_prefill_tokens, banks) for a, _, _ in caches)
 
     def bank_bytes(blocks: int) -> int:
-        return sum(kv_bank_bytes(blocks, n, a.n_kv_heads, block_size, a.head_dim, _dtype_name(d), banks)
-                   for a, d, n in caches)
+        return sum(kv_bank_bytes(blocks, n, a.n_kv_heads, block_size, a.head_dim, _dtype_name(d), banks,
+                                 per_layer=a.kv_caches_per_layer) for a, d, n in caches)
 
     per_block = bank_bytes(banks) / banks
     budget = free - reserve

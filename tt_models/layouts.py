@@ -430,9 +430,16 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
                         prefill_norm_tile_gamma=whole_row_norm_cb_bytes(args.dim, norm_in, norm_acc) > budget)
 
 
-def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int]) -> Any:
-    """Q/K chunks of 64 rows (256 from 2048 on); a chunk after a prefix starts on a chunk boundary."""
-    size = 256 if seq >= 2048 else 64
+# Multi-latent attention's Q/K chunks at most: its heads are 576 wide (DeepSeek-V3's latent row), and 256-row chunks'
+# circular buffers outgrow a core's L1 (2,065,760 B of 1,499,136 for 256 / 256 over bf16 rows, measured on the real
+# 0.81.1); tt-metal's DeepSeek-V3 prefill runs 128 / 128 (models/demos/deepseek_v3/tt/mla).
+MLA_PREFILL_CHUNK = 128
+
+
+def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int], max_chunk: int = 256) -> Any:
+    """Q/K chunks of 64 rows (256 from 2048 on, at most max_chunk); a chunk after a prefix starts on a chunk
+    boundary."""
+    size = min(max_chunk, 256) if seq >= 2048 else 64
     if chunk_start:
         size = min(size, chunk_start & -chunk_start)
     return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=size,

@@ -9,7 +9,7 @@ tt_models/layouts.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -58,6 +58,12 @@ class Transformer:
         self.attention_users = self.decode_rows // cols if self.split_users else self.decode_rows
         # Tensor parallel: the residual stream is fractured, each chip holding plan.dim of its columns.
         self.precisions = [layer_precision(profile, i) for i in range(args.n_layers)]
+        if args.mla is not None:
+            # The latent cache is bfloat8_b in every hardware profile, as tt-metal's DeepSeek-V3 keeps it: a bf16 row
+            # of 576 is more than paged_update_cache's circular buffers fit in a core's L1 (1,510,768 B of 1,499,136
+            # on an N150, measured on the real 0.81.1). fp32 (the simulator's reference precision) stays.
+            self.precisions = [replace(p, kv_cache=ttnn.bfloat8_b) if p.kv_cache == ttnn.bfloat16 else p
+                               for p in self.precisions]
         head_dtype = dtype_of(profile.precision("LM_HEAD"))
         self.layouts: ModelLayouts = build_layouts(self.local_args, mesh_device, self.decode_rows,
                                                    residual_dim=self.plan.dim, attention_users=self.attention_users,
@@ -108,7 +114,7 @@ class Transformer:
         return tables[self.kv_groups[layer]] if isinstance(tables, (list, tuple)) else tables
 
     def _rope_tables(self, kind: str | None) -> RopeTables:
-        cos, sin = cos_sin_tables(self.args.hf_config, self.args.head_dim, self.max_positions, kind,
+        cos, sin = cos_sin_tables(self.args.hf_config, self.args.rope_dim, self.max_positions, kind,
                                   self.args.rotary_dim)
         # Prefill slices [1, 1, S, hd] windows in TILE layout; decode gathers one row per user by embedding lookup.
         return RopeTables(self._const(cos, ttnn.TILE_LAYOUT), self._const(sin, ttnn.TILE_LAYOUT),
@@ -188,7 +194,7 @@ class Transformer:
         seq = tokens.shape[-1]
         if start + seq > self.max_positions:
             raise ValueError(f"positions up to {start + seq} exceed the rope table ({self.max_positions})")
-        hd = self.args.head_dim
+        hd = self.args.rope_dim
         rots = {kind: Rot(ttnn.slice(t.cos_tile, [0, 0, start, 0], [1, 1, start + seq, hd]),
                           ttnn.slice(t.sin_tile, [0, 0, start, 0], [1, 1, start + seq, hd]), self.trans_mat)
                 for kind, t in self.rope.items()}
@@ -212,6 +218,12 @@ class Transformer:
     def _decode_rot(self, rot_idxs: Any, t: RopeTables) -> Rot:
         """Each user's cos/sin rows (gathered by position), placed next to its Q heads and next to its K heads."""
         d, users, hd = self.layouts.decode, rot_idxs.shape[-1], self.args.head_dim
+        if self.args.mla is not None:
+            # Multi-latent attention rotates its users as rows: [1, 1, B, rope], each user's row at its position.
+            rd = self.args.rope_dim
+            rows = [ttnn.reshape(ttnn.embedding(rot_idxs, r, layout=ttnn.TILE_LAYOUT), (1, 1, users, rd))
+                    for r in (t.cos_rows, t.sin_rows)]
+            return Rot(rows[0], rows[1], self.trans_mat)
         tables = []
         for rows in (t.cos_rows, t.sin_rows):
             t = ttnn.embedding(rot_idxs, rows, layout=ttnn.TILE_LAYOUT)  # [1, B, hd]

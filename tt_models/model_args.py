@@ -19,6 +19,7 @@ SUPPORTED_ARCHITECTURES = {
     "MixtralForCausalLM": "mixtral",
     "GptOssForCausalLM": "gpt_oss",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
 }
 # Architectures people ask for that are refused, with the reason (rather than only "unsupported").
 REFUSED_ARCHITECTURES = {
@@ -29,9 +30,9 @@ REFUSED_ARCHITECTURES = {
                                       "gemma-3-1b, is)",
 }
 # A GGUF file's config names only its model_type; the families' model_types where they differ from the family name.
-MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss", "glm4_moe": "glm4_moe"}
+MODEL_TYPES = {"gemma3_text": "gemma3", "gpt_oss": "gpt_oss", "glm4_moe": "glm4_moe", "deepseek_v3": "deepseek_v3"}
 # Mixture-of-experts families: their MLPs are a router over experts (tt_models/layers/moe.py).
-MOE_FAMILIES = ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss", "glm4_moe")
+MOE_FAMILIES = ("qwen3_moe", "qwen2_moe", "mixtral", "gpt_oss", "glm4_moe", "deepseek_v3")
 # yarn: GPT-OSS's; its inverse frequencies and cos/sin scaling come from transformers' own function (tt_models/rope.py).
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 # The MLP's gate activation per family (HF's hidden_act, Gemma's hidden_activation).
@@ -69,6 +70,25 @@ class UnsupportedModelError(ValueError):
     """The checkpoint needs an architecture or feature these TT models do not implement."""
 
 
+@dataclass(frozen=True)
+class MLA:
+    """DeepSeek's multi-latent attention (tt_models/layers/mla.py). Each position caches one row: the normed
+    compressed KV (kv_lora_rank) and the key's rotary part (rope_dim), shared by every head. A head's query is
+    nope_dim + rope_dim wide, its value v_dim; the query comes from a low-rank pair (q_lora_rank) or one projection
+    (None)."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    nope_dim: int
+    rope_dim: int
+    v_dim: int
+
+    @property
+    def row(self) -> int:
+        """The width of a cached row."""
+        return self.kv_lora_rank + self.rope_dim
+
+
 def _moe_fields(config: Any, family: str) -> dict[str, Any]:
     """ModelArgs' mixture-of-experts fields from an HF Qwen3-MoE / Mixtral config."""
     experts = (getattr(config, "num_experts", None) or getattr(config, "num_local_experts", None)
@@ -89,7 +109,7 @@ def _moe_fields(config: Any, family: str) -> dict[str, Any]:
         # Mixtral's experts are intermediate_size wide, every layer is MoE and the top-k weights always sum to 1.
         return dict(n_experts=experts, experts_per_tok=k, moe_hidden_dim=config.intermediate_size,
                     norm_topk_prob=True, moe_layers=(True,) * n)
-    if family == "glm4_moe":
+    if family in ("glm4_moe", "deepseek_v3"):
         return _sigmoid_routed_fields(config, experts, k, n)
     dense = set(getattr(config, "mlp_only_layers", None) or ())
     step = getattr(config, "decoder_sparse_step", 1) or 1
@@ -122,6 +142,27 @@ def _sigmoid_routed_fields(config: Any, experts: int, k: int, n: int) -> dict[st
                 shared_expert_gated=False, router_scoring="sigmoid",
                 routed_scaling=float(getattr(config, "routed_scaling_factor", 1.0) or 1.0),
                 expert_groups=(groups, kept) if kept < groups else None)
+
+
+def _mla(config: Any) -> MLA:
+    """DeepSeek-V3's attention dimensions, with what the TT layer does not implement refused by name."""
+    if not getattr(config, "rope_interleave", True):
+        # The released checkpoints keep each head's rotary channels in adjacent pairs, as rotary_embedding_llama
+        # rotates them; the rotate-half layout would need those rows permuted at load.
+        raise UnsupportedModelError("rope_interleave=False (rotary channels in rotate-half order) is not "
+                                    "implemented for DeepSeek-V3's attention")
+    n_heads, n_kv = config.num_attention_heads, getattr(config, "num_key_value_heads", None)
+    if n_kv not in (None, n_heads):
+        raise UnsupportedModelError(f"num_key_value_heads={n_kv} with {n_heads} heads: multi-latent attention "
+                                    "expands its latent to every head")
+    mla = MLA(getattr(config, "q_lora_rank", None), config.kv_lora_rank, config.qk_nope_head_dim,
+              config.qk_rope_head_dim, config.v_head_dim)
+    for name, width in (("kv_lora_rank", mla.kv_lora_rank), ("qk_nope_head_dim", mla.nope_dim),
+                        ("qk_rope_head_dim", mla.rope_dim), ("v_head_dim", mla.v_dim),
+                        ("q_lora_rank", mla.q_lora_rank or 32)):
+        if width % 32:
+            raise UnsupportedModelError(f"{name}={width} is not a multiple of 32 (TT tile width)")
+    return mla
 
 
 def _refuse_quantization(config: Any, family: str) -> None:
@@ -226,6 +267,19 @@ class ModelArgs:
     # The leading channels of each head that RoPE rotates (partial_rotary_factor * head_dim); the rest pass as they
     # are. None: the whole head.
     rotary_dim: int | None = None
+    # DeepSeek-V3's multi-latent attention (None: the usual heads). Its cache is one head of mla.row channels per
+    # position, so n_kv_heads is 1 and head_dim is mla.row: what every KV-cache size reads.
+    mla: MLA | None = None
+
+    @property
+    def rope_dim(self) -> int:
+        """The width of the RoPE tables: a head's (MLA: its rotary part's)."""
+        return self.mla.rope_dim if self.mla is not None else self.head_dim
+
+    @property
+    def kv_caches_per_layer(self) -> int:
+        """K and V, or MLA's one latent cache."""
+        return 1 if self.mla is not None else 2
 
     @classmethod
     def from_hf_config(cls, config: Any) -> ModelArgs:
@@ -286,12 +340,20 @@ class ModelArgs:
                 raise UnsupportedModelError(f"partial_rotary_factor {partial} of head_dim {head_dim}: the rotated "
                                             f"part must be an even number of channels")
         moe = _moe_fields(config, family) if family in MOE_FAMILIES else {}
+        mla, n_kv_heads, attn_scale = None, getattr(config, "num_key_value_heads", None) or n_heads, None
+        if family == "deepseek_v3":
+            mla = _mla(config)
+            n_kv_heads, head_dim = 1, mla.row
+            from transformers.models.deepseek_v3.modeling_deepseek_v3 import yarn_apply_mscale
+
+            # HF's softmax scale: (nope + rope) ** -0.5, times YaRN's mscale squared where the RoPE is YaRN's.
+            attn_scale = float(yarn_apply_mscale(config.rope_parameters, (mla.nope_dim + mla.rope_dim) ** -0.5))
         return cls(
             family=family,
             dim=config.hidden_size,
             n_layers=config.num_hidden_layers,
             n_heads=n_heads,
-            n_kv_heads=getattr(config, "num_key_value_heads", None) or n_heads,
+            n_kv_heads=n_kv_heads,
             head_dim=head_dim,
             hidden_dim=config.intermediate_size,
             vocab_size=config.vocab_size,
@@ -309,12 +371,13 @@ class ModelArgs:
             sandwich_norms=gemma,
             # HF multiplies by sqrt(hidden) cast to the weights' dtype: bf16, as Gemma checkpoints are.
             embed_scale=float(torch.tensor(config.hidden_size**0.5).to(torch.bfloat16)) if gemma else None,
-            attn_scale=config.query_pre_attn_scalar**-0.5 if gemma else None,
+            attn_scale=config.query_pre_attn_scalar**-0.5 if gemma else attn_scale,
             layer_types=layer_types,
             o_bias=gpt_oss and bool(getattr(config, "attention_bias", False)),
             attention_sinks=gpt_oss,
             rope_per_kind=rope_per_kind,
             rotary_dim=rotary_dim,
+            mla=mla,
             **moe,
         )
 

@@ -234,6 +234,9 @@ def plan_tensor_parallel(args: ModelArgs, mesh_shape: tuple[int, int]) -> TPPlan
     """The split of this model over a 1xN (or Nx1) mesh, or two ways over an R x C mesh; refuses what does not
     divide, naming the numbers."""
     rows, cols = tuple(mesh_shape)
+    if args.mla is not None and rows * cols > 1:
+        raise UnsupportedModelError(f"multi-latent attention (DeepSeek-V3) runs on one chip so far: its heads split "
+                                    f"over {rows * cols} chips ({rows}x{cols} mesh) are not implemented")
     if rows > 1 and cols > 1:
         where = (f"over {rows * cols} chips ({rows}x{cols} mesh: heads over {rows} rows, hidden size over {cols} "
                  f"columns)")
@@ -276,8 +279,11 @@ def weight_bytes_per_device(args: ModelArgs, plan: TPPlan, precisions: list[Any]
 
     total = 0
     for i, p in enumerate(precisions):
-        qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
-        total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, out) * tile_bytes(p.wo)
+        if args.mla is not None:
+            total += sum(tiles(k, n) * tile_bytes(p.wo if w == "wo" else p.wqkv) for w, k, n in mla_weights(args))
+        else:
+            qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
+            total += tiles(dim, qkv) * tile_bytes(p.wqkv) + tiles(local.n_heads * hd, out) * tile_bytes(p.wo)
         if args.is_moe(i):  # this chip's experts and the whole router (tt_models/layers/moe.py)
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
             down = plan.padded_width  # the whole (padded) row: reduce-scattered onto the residual after the sum
@@ -352,7 +358,13 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
     qkv = hd * (local.n_heads + 2 * local.n_kv_heads)
     out = plan.written_dim  # WO's, w2's and the experts' down projection's output (a padded residual's width)
     for i, p in enumerate(precisions):
-        total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, out, p.wo)
+        if args.mla is not None:  # multi-latent attention: interleaved weights and its two norms (layers/mla.py)
+            total += sum(interleaved(_tiles(k) * _tiles(n), tile_bytes(p.wo if w == "wo" else p.wqkv))
+                         for w, k, n in mla_weights(args))
+            norms = (args.mla.kv_lora_rank,) + ((args.mla.q_lora_rank,) if args.mla.q_lora_rank else ())
+            total += sum(rows(n // TILE, TILE * norm_bytes) for n in norms)
+        else:
+            total += strip(dim, qkv, p.wqkv) + strip(local.n_heads * hd, out, p.wo)
         if args.is_moe(i):  # this chip's experts [1, E / N, k, n] and the router [dim, E] (bf16), interleaved
             hid, experts = args.moe_hidden_dim, args.n_experts // plan.devices
             per_expert = _tiles(args.dim) * _tiles(hid)
@@ -389,6 +401,17 @@ def weight_bank_bytes(args: ModelArgs, plan: TPPlan, precisions: list[Any], head
     total += rows(args.vocab_size, plan.dim * 2)
     total += residual_norm()  # the final norm
     return total
+
+
+def mla_weights(args: ModelArgs) -> list[tuple[str, int, int]]:
+    """Multi-latent attention's matmul weights (tt_models/layers/mla.py) as (name, k, n) of [k, n] tiles: the query
+    (one projection or the low-rank pair), the latent projection, each head's W_k and W_v, WO."""
+    m, nh, dim = args.mla, args.n_heads, args.dim
+    q = nh * (m.nope_dim + m.rope_dim)
+    out = [("wq", dim, q)] if m.q_lora_rank is None else [("wq_a", dim, m.q_lora_rank), ("wq_b", m.q_lora_rank, q)]
+    out.append(("wkv_a", dim, m.row))
+    out += [("uk", m.nope_dim, m.kv_lora_rank)] * nh + [("uv", m.kv_lora_rank, m.v_dim)] * nh
+    return out + [("wo", nh * m.v_dim, dim)]
 
 
 def check_weights_fit(args: ModelArgs, plan: TPPlan, profile: Any, mesh_device: Any) -> None:

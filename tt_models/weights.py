@@ -315,10 +315,10 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
         shapes["output.weight"] = (args.vocab_size, dim)
     for i in range(args.n_layers):
         p = f"layers.{i}."
-        shapes.update({
+        shapes.update({p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,)})
+        shapes.update(mla_shapes(args, i) if args.mla is not None else {
             p + "attention.wq.weight": (args.n_heads * hd, dim), p + "attention.wk.weight": (args.n_kv_heads * hd, dim),
             p + "attention.wv.weight": (args.n_kv_heads * hd, dim), p + "attention.wo.weight": (dim, args.n_heads * hd),
-            p + "attention_norm.weight": (dim,), p + "ffn_norm.weight": (dim,),
         })
         shapes.update(mlp_shapes(args, i))
         if args.sandwich_norms:
@@ -333,6 +333,23 @@ def meta_shapes(args: Any) -> dict[str, tuple[int, ...]]:
             shapes[p + "attention.wo.bias"] = (dim,)
         if args.attention_sinks:
             shapes[p + "attention.sinks"] = (args.n_heads,)
+    return shapes
+
+
+def mla_shapes(args: Any, layer: int) -> dict[str, tuple[int, ...]]:
+    """DeepSeek-V3's attention weights (hf_to_meta's names): the query projection (or its low-rank pair and norm),
+    the latent projection and its norm, each head's absorbed matrices, WO."""
+    m, p, dim, nh = args.mla, f"layers.{layer}.attention.", args.dim, args.n_heads
+    q_width = nh * (m.nope_dim + m.rope_dim)
+    shapes: dict[str, tuple[int, ...]] = (
+        {p + "wq.weight": (q_width, dim)} if m.q_lora_rank is None else
+        {p + "q_a_proj.weight": (m.q_lora_rank, dim), p + "q_a_layernorm.weight": (m.q_lora_rank,),
+         p + "q_b_proj.weight": (q_width, m.q_lora_rank)})
+    shapes.update({p + "kv_a_proj_with_mqa.weight": (m.row, dim), p + "kv_a_layernorm.weight": (m.kv_lora_rank,),
+                   p + "wo.weight": (dim, nh * m.v_dim)})
+    for h in range(nh):
+        shapes.update({f"{p}uk.{h}.weight": (m.kv_lora_rank, m.nope_dim), f"{p}uv.{h}.weight": (m.v_dim,
+                                                                                                 m.kv_lora_rank)})
     return shapes
 
 

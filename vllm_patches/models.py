@@ -67,3 +67,7 @@ class TTGptOssForCausalLM(_TTAdapter):
 
 class TTGlm4MoeForCausalLM(_TTAdapter):
     pass
+
+
+class TTDeepseekV3ForCausalLM(_TTAdapter):
+    pass

@@ -246,12 +246,12 @@ class TTWorker(WorkerBase):
 
     def kv_cache_layout(self) -> dict[str, Any]:
         """The allocated cache as plain data (for `LLM.collective_rpc`): the block tables vLLM keeps per request
-        (KV-cache groups), each layer's group, the distinct K/V tensor pairs the device holds, and the group whose
-        block table a draft model's cache follows (None: no draft, or one group)."""
+        (KV-cache groups), each layer's group, the distinct K/V tensor pairs (MLA: latent caches) the device holds,
+        and the group whose block table a draft model's cache follows (None: no draft, or one group)."""
         runner = self.model_runner
         draft = runner.spec.draft if runner.spec is not None else None
         return {"groups": runner.kv_groups, "layer_groups": list(runner.model.model.kv_groups),
-                "tensor_pairs": len({id(k) for k, _ in runner.kv_cache[0]}),
+                "tensor_pairs": len({id(layer[0]) for layer in runner.kv_cache[0]}),
                 "draft_table_group": None if draft is None else draft.table_group}
 
     def get_supported_kv_cache_layouts(self) -> list[str]:

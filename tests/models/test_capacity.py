@@ -129,9 +129,9 @@ def test_the_draft_cache_takes_its_share_of_the_dram():
     device = ttnn.open_mesh_device(ttnn.MeshShape(1, 1))
     try:
         target = SimpleNamespace(n_layers=30, n_kv_heads=3, head_dim=64, dim=576, n_heads=9, hidden_dim=1536,
-                                 vocab_size=49152)
+                                 vocab_size=49152, kv_caches_per_layer=2)
         draft = SimpleNamespace(n_layers=2, n_kv_heads=3, head_dim=64, dim=576, n_heads=9, hidden_dim=1536,
-                                vocab_size=49152)
+                                vocab_size=49152, kv_caches_per_layer=2)
         alone = kv_capacity(device, target, 64, ttnn.bfloat8_b, 2048)
         both = kv_capacity(device, target, 64, ttnn.bfloat8_b, 2048, also=[(draft, ttnn.bfloat8_b)])
     finally:

@@ -159,6 +159,8 @@ def test_gemma3_27b_vocabulary_gather_on_t3k(target, old, monkeypatch):
     (("T3K", (2, 4)), "Qwen2-57B-A14B", "performance_bfp4"),
     # 60 experts padded to 64 over 8 chips (zero experts, and a router bias that keeps them unselected)
     (("T3K", (1, 8)), "Qwen1.5-MoE-A2.7B-Chat", "bf16"),
+    # multi-latent attention: its interleaved projections, each head's W_k / W_v as batched weights, two norms
+    (("P150", (1, 1)), "Moonlight-16B-A3B-Instruct", "performance"),
 ], indirect=["target"])
 def test_weight_estimate_is_what_the_allocator_places(target, name, profile, monkeypatch):
     """weight_bank_bytes against the DRAM every bank holds once the weights are placed (the RoPE tables, built

@@ -170,7 +170,7 @@ def test_bad_input_is_refused_clearly(llama, mesh_device):
         TTLlamaForCausalLM.initialize_vllm_model(cfg, mesh_device, BATCH, MAX_SEQ)
     assert set(TT_CLASSES) == {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                                "Gemma3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM",
-                               "GptOssForCausalLM", "Glm4MoeForCausalLM"}
+                               "GptOssForCausalLM", "Glm4MoeForCausalLM", "DeepseekV3ForCausalLM"}
 
 
 def test_converted_weights_are_cached_on_disk(mesh_device, tiny_root, monkeypatch, tmp_path):

@@ -14,6 +14,7 @@ from safetensors.torch import load_file, save_file
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
+    DeepseekV3Config,
     Gemma3TextConfig,
     Glm4MoeConfig,
     GptOssConfig,
@@ -118,12 +119,34 @@ MOE_FAMILIES = {
 # group per chip, as DeepSeek-V3's 256 experts in 8 groups over a T3K.
 MOE_FAMILIES["glm4_moe_grouped"] = (Glm4MoeConfig, dict(MOE_FAMILIES["glm4_moe"][1], n_routed_experts=16, n_group=8,
                                                         topk_group=4))
+# DeepSeek-V3's structure: multi-latent attention (a low-rank query with its norm, a latent of 64 + a rotary part
+# of 32 per position, each head's key part and value up-projected from it; YaRN RoPE with mscale, which also scales
+# the softmax) and GLM-4.5's router (DeepSeek-V3's: sigmoid scores chosen with a correction bias, 2 of 8 experts,
+# scaling 2.5, a shared expert, a dense first layer, then a MoE one). DeepSeek-V3's q_lora_rank 1536,
+# kv_lora_rank 512, heads of 128 + 64 / 128 in small.
+MOE_FAMILIES["deepseek_v3"] = (DeepseekV3Config, dict(
+    hidden_size=128, intermediate_size=256, moe_intermediate_size=64, n_routed_experts=8, num_experts_per_tok=2,
+    n_shared_experts=1, first_k_dense_replace=1, norm_topk_prob=True, routed_scaling_factor=2.5, n_group=1,
+    topk_group=1, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=64,
+    kv_lora_rank=64, qk_nope_head_dim=32, qk_rope_head_dim=32, v_head_dim=64, tie_word_embeddings=False,
+    rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=4.0, beta_fast=32.0, beta_slow=1.0,
+                         mscale=1.0, mscale_all_dim=1.0, original_max_position_embeddings=256)))
+# Moonlight-16B-A3B's attention (the query from one projection: q_lora_rank None; default RoPE) in dense layers
+# only (every layer below first_k_dense_replace), so that its comparison in the rounding profiles meets no router
+# near-tie.
+FAMILIES["deepseek_v3_dense"] = (DeepseekV3Config, dict(
+    MOE_FAMILIES["deepseek_v3"][1], q_lora_rank=None, first_k_dense_replace=2,
+    rope_parameters=dict(rope_type="default", rope_theta=50000.0)))
+# Families that run on one chip only (multi-latent attention is not split over chips: refused on a mesh, as
+# tests/models/test_mla.py checks).
+ONE_CHIP_FAMILIES = ("deepseek_v3", "deepseek_v3_dense")
 # Parameters HF initializes to zero that a family's test model randomizes, so that a missing one shows (GPT-OSS's
 # expert biases).
 ZERO_INIT = {"gpt_oss": ("gate_up_proj_bias", "down_proj_bias")}
 # Buffers HF initializes to zero that the test model draws (std), so that ignoring them shows: GLM-4.5's router
 # correction bias, at a size that changes some tokens' choice of experts (scores are sigmoids in (0, 1)).
-BUFFERS = {"glm4_moe": ("e_score_correction_bias", 0.1), "glm4_moe_grouped": ("e_score_correction_bias", 0.1)}
+BUFFERS = {"glm4_moe": ("e_score_correction_bias", 0.1), "glm4_moe_grouped": ("e_score_correction_bias", 0.1),
+           "deepseek_v3": ("e_score_correction_bias", 0.1)}
 # 1-D parameters that are biases, not norm weights, drawn as the weights are (N(0, initializer_range)) rather than
 # near 1.0: Qwen2-MoE's q/k/v biases near 1.0 make every position's attention output nearly the same vector, and the
 # tiny model's greedy token the same at all 200 positions of a random prompt (60 distinct with these).

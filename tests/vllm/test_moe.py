@@ -119,12 +119,19 @@ def test_gpt_oss_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(tmp_path
 
     root = tmp_path_factory.mktemp("gpt_oss_models")
     path = str(_with_sinks(make_tiny_model("gpt_oss", root), root / "gpt_oss_large_sinks", LARGE_SINKS))
+    _greedy_through_chunks_and_a_prefix_hit(path, {"optimizations": "reference"})
+
+
+def _greedy_through_chunks_and_a_prefix_hit(path: str, tt: dict, then: SamplingParams | None = None):
+    """PROMPTS through vLLM with chunked prefill (BUDGET tokens a step) and prefix caching: greedy tokens HF's, the
+    first prompt again (its cached prefix) the same tokens. Returns the output of PROMPTS[1] with `then`."""
     llm = LLM(model=path, skip_tokenizer_init=True, max_num_seqs=4, max_model_len=512, block_size=BLOCK, seed=0,
               max_num_batched_tokens=BUDGET, enable_prefix_caching=True, num_gpu_blocks_override=64,
-              additional_config={"tt": {"optimizations": "reference"}})
+              additional_config={"tt": tt})
     try:
         outs = llm.generate([{"prompt_token_ids": p} for p in PROMPTS], GREEDY)
         again = llm.generate([{"prompt_token_ids": PROMPTS[0]}], GREEDY)[0]
+        extra = llm.generate([{"prompt_token_ids": PROMPTS[1]}], then)[0] if then is not None else None
     finally:
         shutdown(llm)
     hf = load_hf(path)
@@ -133,6 +140,7 @@ def test_gpt_oss_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(tmp_path
         check_against_hf(hf, p, out.outputs[0].token_ids)
     assert (again.num_cached_tokens or 0) >= 256, again.num_cached_tokens
     assert list(again.outputs[0].token_ids) == list(outs[0].outputs[0].token_ids)
+    return hf, extra
 
 
 def test_gpt_oss_through_vllm_serve_gives_hfs_greedy_tokens(tmp_path):
@@ -166,3 +174,21 @@ def test_gpt_oss_through_vllm_serve_gives_hfs_greedy_tokens(tmp_path):
         check_against_hf(hf, p, toks)
     assert cached >= 256, cached
     assert again == got[0]
+
+
+def test_deepseek_v3_greedy_is_hfs_through_chunked_prefill_and_a_prefix_hit(tmp_path_factory):
+    """The tiny DeepSeek-V3 (multi-latent attention: one latent cache per layer; its router) through vLLM with chunked
+    prefill (64-token budget: the 290-token prompt in five chunks, all but the first through the chunked MLA prefill
+    over the paged latent cache) and prefix caching: greedy tokens are HF's (reference profile), the cached prompt
+    gives the same tokens again; then sampling on the device draws among HF's top k."""
+    path = str(make_tiny_model("deepseek_v3", tmp_path_factory.mktemp("deepseek_models")))
+    params = SamplingParams(temperature=1.0, top_k=4, seed=7, max_tokens=STEPS, ignore_eos=True)
+    hf, sampled = _greedy_through_chunks_and_a_prefix_hit(
+        path, {"optimizations": "reference", "sample_on_device_mode": "decode_only"}, then=params)
+    ids = list(sampled.prompt_token_ids) + list(sampled.outputs[0].token_ids)
+    with torch.no_grad():
+        logits = hf(torch.tensor([ids])).logits[0]
+    start = len(sampled.prompt_token_ids)
+    picks = [logits[start + i - 1].topk(4).indices.tolist() for i in range(STEPS)]
+    assert all(t in best for t, best in zip(sampled.outputs[0].token_ids, picks, strict=True))
+    assert sum(t == best[0] for t, best in zip(sampled.outputs[0].token_ids, picks, strict=True)) < STEPS

@@ -84,15 +84,25 @@ def split_fused_experts(name: str, w: torch.Tensor) -> dict[str, torch.Tensor] |
     return out
 
 
+def split_latent_heads(w: torch.Tensor, n_heads: int, nope_dim: int, v_dim: int) -> tuple[list, list]:
+    """DeepSeek's kv_b_proj [heads * (nope + v), kv_lora] as each head's absorbed matrices, [out, in] as Linear
+    weights: uk[h] [kv_lora, nope] maps the head's query part (q_nope @ uk[h].T, its latent query: q.k_nope =
+    (q_nope @ W_k) . c), uv[h] [v, kv_lora] maps its attention over the latents to its value (o = a @ uv[h].T)."""
+    per_head = w.reshape(n_heads, nope_dim + v_dim, w.shape[-1])
+    return ([per_head[h, :nope_dim].t() for h in range(n_heads)], [per_head[h, nope_dim:] for h in range(n_heads)])
+
+
 def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: int, head_dim: int,
                sandwich_norms: bool = False, norm_unit_offset: bool = False,
-               rotary_dim: int | None = None) -> dict[str, torch.Tensor]:
+               rotary_dim: int | None = None, mla: Any = None) -> dict[str, torch.Tensor]:
     """Meta-named copy of an HF state dict, q/k (weights, biases, norms) permuted for interleaved RoPE (of each
     head's first `rotary_dim` channels where RoPE is partial).
 
     Tensors are shared, not copied, where no permutation applies; a missing lm_head or embedding (tied weights)
     is filled with the other. `sandwich_norms`: Gemma's four norms per layer; `norm_unit_offset`: every RMSNorm
-    weight w becomes 1 + w in fp32 (Gemma's norm multiplies by 1 + w, in fp32 as HF computes it).
+    weight w becomes 1 + w in fp32 (Gemma's norm multiplies by 1 + w, in fp32 as HF computes it). `mla`
+    (DeepSeek-V3's tt_models.model_args.MLA): the rotary channels are already in adjacent pairs (nothing permuted),
+    and kv_b_proj is split into each head's absorbed matrices (split_latent_heads: attention.uk.{h} / uv.{h}).
     """
     out: dict[str, torch.Tensor] = {}
     for name, w in state_dict.items():
@@ -105,6 +115,15 @@ def hf_to_meta(state_dict: dict[str, torch.Tensor], n_heads: int, n_kv_heads: in
         new = meta_name(name, sandwich_norms)
         if norm_unit_offset and new.endswith("norm.weight"):
             w = w.float() + 1.0
+        if mla is not None:
+            if new.endswith(".attention.kv_b_proj.weight"):
+                uk, uv = split_latent_heads(w, n_heads, mla.nope_dim, mla.v_dim)
+                base = new.removesuffix("kv_b_proj.weight")
+                out.update({f"{base}uk.{h}.weight": t for h, t in enumerate(uk)})
+                out.update({f"{base}uv.{h}.weight": t for h, t in enumerate(uv)})
+            else:
+                out[new] = w
+            continue
         try:
             if ".attention.wq." in new:
                 w = interleave_heads(w, n_heads, head_dim, rotary_dim)

@@ -13,6 +13,7 @@ from typing import Any
 
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Attention, Rot
+from tt_models.layers.mla import MLAttention
 from tt_models.layers.mlp import MLP
 from tt_models.layers.moe import MoE
 from tt_models.layers.norm import ResidualNorm
@@ -32,7 +33,8 @@ class DecoderLayer:
         kernel = prec.kernels["NORM"]
         self.attention_norm = ResidualNorm(weights, p + "attention_norm.weight", args.norm_eps, kernel, plan, layouts)
         self.ffn_norm = ResidualNorm(weights, p + "ffn_norm.weight", args.norm_eps, kernel, plan, layouts)
-        self.attention = Attention(args, weights, layer, prec, layouts, plan)
+        self.attention = (MLAttention if args.mla is not None else Attention)(args, weights, layer, prec, layouts,
+                                                                             plan)
         self.mlp = (MoE(args, weights, layer, prec, weights.device, plan, expert_dispatch) if args.is_moe(layer) else
                     MLP(weights, layer, prec, layouts, plan, args.activation))
         self.post_attention_norm = self.post_ffn_norm = None
