@@ -72,7 +72,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
     from generator_vllm import TT_CLASSES
     from tt_models.backend import ttnn
     from tt_models.config import load_model_overrides
-    from tt_models.layouts import MLA_PREFILL_CHUNK, prefill_matmul, sdpa_prefill, tile_bytes
+    from tt_models.layouts import prefill_matmul, sdpa_prefill, tile_bytes
     from tt_models.parallel import shared_expert_units
 
     arch = next(a for a in cfg.architectures if a in TT_CLASSES)
@@ -179,7 +179,7 @@ def describe(cfg: Any, mesh: Any, profile: str, batch: int, max_seq_len: int) ->
             parts.append(f"{name} grid {pc.compute_with_storage_grid_size.x}x{pc.compute_with_storage_grid_size.y} "
                          f"in0_block_w {pc.in0_block_w} per_core {pc.per_core_M}x{pc.per_core_N}"
                          + (f" in batches of {pm.rows} rows" if pm.rows < seq else ""))
-        sd = sdpa_prefill(seq, 0, lay.grid, **({"max_chunk": MLA_PREFILL_CHUNK} if a.mla is not None else {}))
+        sd = sdpa_prefill(seq, 0, lay.grid, a.head_dim)
         out.append(f"  {seq} tokens: " + "; ".join(parts) + f"; SDPA chunks {sd.q_chunk_size}/{sd.k_chunk_size}")
         if seq >= min(max_seq_len, gen.max_prefill_chunk):
             break

@@ -430,16 +430,12 @@ def build_layouts(args: Any, device: Any, batch: int, residual_dim: int | None =
                         prefill_norm_tile_gamma=whole_row_norm_cb_bytes(args.dim, norm_in, norm_acc) > budget)
 
 
-# Multi-latent attention's Q/K chunks at most: its heads are 576 wide (DeepSeek-V3's latent row), and 256-row chunks'
-# circular buffers outgrow a core's L1 (2,065,760 B of 1,499,136 for 256 / 256 over bf16 rows, measured on the real
-# 0.81.1); tt-metal's DeepSeek-V3 prefill runs 128 / 128 (models/demos/deepseek_v3/tt/mla).
-MLA_PREFILL_CHUNK = 128
-
-
-def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int], max_chunk: int = 256) -> Any:
-    """Q/K chunks of 64 rows (256 from 2048 on, at most max_chunk); a chunk after a prefix starts on a chunk
-    boundary."""
-    size = min(max_chunk, 256) if seq >= 2048 else 64
+def sdpa_prefill(seq: int, chunk_start: int, grid: tuple[int, int], head_dim: int) -> Any:
+    """Q/K chunks of 64 rows; from 2048 on, 256 for heads up to 128 wide and 128 for wider ones (Gemma 3's 256,
+    multi-latent attention's 576): at 256 rows their circular buffers outgrow a core's L1 (head_dim 256, bf16 K/V,
+    fp32 accumulation: 1,670,496 B of 1,499,136; MLA's 576: 2,065,760, measured on the real 0.81.1; tt-metal's
+    DeepSeek-V3 prefill runs 128). A chunk after a prefix starts on a chunk boundary."""
+    size = 64 if seq < 2048 else 256 if head_dim <= 128 else 128
     if chunk_start:
         size = min(size, chunk_start & -chunk_start)
     return ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(*grid), q_chunk_size=size,

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from . import sdpa_cb
 from .allocator import page_bytes
 from .compute import f32, output, per_device, reference_precision
 from .errors import TTError, refuse_options
@@ -342,6 +343,10 @@ def scaled_dot_product_attention(
     _check_chunks(P_Q_CHUNK, P_K_CHUNK, program_config)
     _check_padding(P_PAD_HEAD_DIM, q, k, v)
     _check_grid(P_GRID, program_config, q)
+    dev = q.device_or_none
+    sdpa_cb.check(op, dev, sdpa_cb.prefill_bytes(q, k, d, program_config=program_config, kernel=compute_kernel_config,
+                                                 grid=sdpa_cb.grid_of(program_config, dev), causal=is_causal,
+                                                 page_table_cols=None, mask=mask, v=v))
     sc = scale if scale is not None else 1.0 / math.sqrt(d)
     qpos = torch.arange(s).expand(b, s)
 
@@ -441,6 +446,11 @@ def chunked_scaled_dot_product_attention(
     else:
         C_PT_STICK.require(pt.shape[1] * 4 % 32 == 0)
     _check_grid(C_GRID, program_config, q)
+    dev = q.device_or_none
+    grid = sdpa_cb.grid_of(program_config, dev)
+    sdpa_cb.check(op, dev, sdpa_cb.prefill_bytes(q, kc, d, program_config=program_config,
+                                                 kernel=compute_kernel_config, grid=grid, causal=True,
+                                                 page_table_cols=pt.shape[1], mask=None, v=vc))
     if not legacy:
         # The device reads the start at run time; here it is read once per call.
         chunk_start_idx = int(start_t.shard(0).reshape(-1)[0])

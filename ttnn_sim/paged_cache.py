@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from .allocator import TILE_BYTES
-from .compute import derived_from, per_device_write
+from .compute import derived_from, per_device_write, reference_precision
 from .errors import TTError, refuse_options
 from .memory import BufferType, ShardOrientation, TensorMemoryLayout
 from .paged import check_blocks
@@ -216,7 +216,9 @@ def _check_circular_buffers(beyond: Any, clash: Any, cache: Tensor, inputs: list
     x = inputs[0]
     wt = -(-(cache.shape[-1] if fused else x.padded_shape[-1]) // TILE_SIZE)  # (the fused kernel sizes by the cache)
     users = x.padded_shape[1]
-    cache_tile = TILE_BYTES[cache.dtype]
+    # (An fp32 cache at the simulator's reference precision stands for the bf16 one a device runs.)
+    reference = cache.dtype == DataType.FLOAT32 and reference_precision(cache)
+    cache_tile = TILE_BYTES[DataType.BFLOAT16 if reference else cache.dtype]
     untilized = 4096 if kernel is not None and getattr(kernel, "fp32_dest_acc_en", False) else 2048
     sizes = [2 * wt * cache_tile, 2 * wt * untilized, 2 * wt * untilized, users * wt * cache_tile]
     if fused:  # the positions and a page-table row as one aligned DRAM page each

@@ -24,7 +24,7 @@ from .tensor import Tensor
 from .types import TILE_SIZE, DataType
 
 _SRC = "tt_metal/impl/program/program.cpp"
-# (The program build's checks, for every SDPA program; the error names the op called.)
+# (The program build's checks, for every SDPA op; the error names the op called.)
 R = rules("transformer.flash_mla_prefill", _SRC)
 BEYOND_L1 = R("Statically allocated circular buffers on core range [{}] grow to {} B which is beyond max L1 size of "
               "{} B", "mla-decode/nh-128", "mla-prefill/chunk-512", "mla-decode/nh-64")
@@ -113,8 +113,10 @@ def _subblock(h_blocks: int, w_blocks: int) -> tuple[int, int]:
 
 
 def prefill_bytes(q: Tensor, k: Tensor, head_dim_v: int, *, program_config: Any, kernel: Any,
-                  grid: tuple[int, int], causal: bool, page_table_cols: int | None, mask: Tensor | None) -> int:
-    """The MLA prefill program's circular buffers per core (page_table_cols: the chunked op's page-table row)."""
+                  grid: tuple[int, int], causal: bool, page_table_cols: int | None, mask: Tensor | None,
+                  v: Tensor | None = None) -> int:
+    """The prefill program's circular buffers per core (page_table_cols: the chunked op's page-table row; v: the
+    non-MLA ops' V, whose dtype its chunks take; MLA reads V from K)."""
     b, nh, sq = q.shape[0], q.shape[1], q.shape[2]
     dh = q.padded_shape[3]
     q_chunk = program_config.q_chunk_size if program_config is not None else TILE_SIZE
@@ -125,7 +127,7 @@ def prefill_bytes(q: Tensor, k: Tensor, head_dim_v: int, *, program_config: Any,
     per_core = -(-(b * nh * chunks) // (grid[0] * grid[1]))
     bf = _tile(DataType.BFLOAT16)
     total = (2 if per_core > 1 or (causal and chunks > 1) else 1) * sq_t * d_t * _tile(q.dtype)
-    total += 2 * sk_t * d_t * _tile(k.dtype) + 2 * sk_t * v_t * _tile(k.dtype)  # K and V (K's own columns)
+    total += 2 * sk_t * d_t * _tile(k.dtype) + 2 * sk_t * v_t * _tile((v if v is not None else k).dtype)
     total += 2 * bf  # identity scalars
     if causal:
         total += 2 * bf  # the causal mask's tiles

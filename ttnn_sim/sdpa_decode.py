@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from . import sdpa_cb
 from .compute import derived_from, output, per_device, reference_precision
 from .errors import TTError, refuse_options
 from .memory import DRAM_MEMORY_CONFIG, BufferType, MemoryConfig, TensorMemoryLayout
@@ -431,6 +432,12 @@ def paged_scaled_dot_product_attention_decode(
     mask, sink, modulo, spec = attn_mask, attention_sink, cache_position_modulo, spec_multi_pos_tiles or 0
     users = _validate(q, kc, vc, page_table_tensor, cur_pos_tensor, mask, sink, is_causal, out_mc, program_config,
                       modulo, sliding_window_size, spec)
+    dev = q.device_or_none
+    sdpa_cb.check(op, dev, sdpa_cb.decode_bytes(
+        q, kc, vc, kc.shape[-1], users, paged=True, mla=False, program_config=program_config,
+        kernel=compute_kernel_config, grid=sdpa_cb.grid_of(program_config, dev), causal=is_causal,
+        pages=page_table_tensor.shape[1], out_sharded=out_mc.is_sharded(), window=sliding_window_size,
+        sink=sink is not None))
     return paged_decode(op, q, kc, vc, None, page_table_tensor, cur_pos_tensor, mask, sink, users, is_causal, scale,
                         sliding_window_size, out_mc, modulo, spec)
 
@@ -654,6 +661,11 @@ def scaled_dot_product_attention_decode(
     out_mc = memory_config or DRAM_MEMORY_CONFIG
     mask, sink = attn_mask, attention_sink
     _validate_unpaged(q, k, v, positions, cur_pos_tensor, mask, sink, is_causal, out_mc, program_config, share_cache)
+    dev = q.device_or_none
+    sdpa_cb.check(op, dev, sdpa_cb.decode_bytes(
+        q, k, v, k.shape[-1], _padded(k)[0], paged=False, mla=False, program_config=program_config,
+        kernel=compute_kernel_config, grid=sdpa_cb.grid_of(program_config, dev), causal=is_causal, pages=0,
+        out_sharded=out_mc.is_sharded(), window=sliding_window_size, sink=sink is not None))
     users = _padded(k)[0]  # compute_output_specs: the output's batch is K's
     nkv, s, hd = k.shape[1], k.shape[2], k.shape[3]
     nh = q.shape[2]

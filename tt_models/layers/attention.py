@@ -158,7 +158,7 @@ class Attention:
         if chunk_start > 0:
             attn = ttnn.transformer.chunked_scaled_dot_product_attention(
                 q, k_cache, v_cache, page_table, chunk_start, scale=fp32_representable(self.scale),
-                program_config=sdpa_prefill(seq, chunk_start, lay.grid),
+                program_config=sdpa_prefill(seq, chunk_start, lay.grid, hd),
                 compute_kernel_config=k_ops["SDPA_PREFILL"], sliding_window_size=self.window,
                 attention_sink=self.sink_prefill)
         else:
@@ -166,7 +166,7 @@ class Attention:
             # every decode step do: otherwise greedy output would depend on whether the prefix was cached.
             attn = ttnn.transformer.scaled_dot_product_attention(
                 q, cached[0], cached[1], is_causal=True, scale=self.scale, sliding_window_size=self.window,
-                attention_sink=self.sink_prefill, program_config=sdpa_prefill(seq, 0, lay.grid),
+                attention_sink=self.sink_prefill, program_config=sdpa_prefill(seq, 0, lay.grid, hd),
                 compute_kernel_config=k_ops["SDPA_PREFILL"])
         for t in {id(t): t for t in (q, k, v, *cached)}.values():
             ttnn.deallocate(t)

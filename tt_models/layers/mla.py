@@ -24,7 +24,7 @@ from typing import Any
 from tt_models.backend import ttnn
 from tt_models.layers.attention import Rot
 from tt_models.layers.linear import prefill_linear
-from tt_models.layouts import MLA_PREFILL_CHUNK, ModelLayouts, fp32_representable, per_user, sdpa_prefill
+from tt_models.layouts import ModelLayouts, fp32_representable, per_user, sdpa_prefill
 from tt_models.model_args import ModelArgs
 from tt_models.parallel import TPPlan, single_device_plan
 from tt_models.precision import LayerPrecision, fixed_kernel
@@ -134,7 +134,7 @@ class MLAttention:
             fill = ttnn.slice(cached, [0, 0, 0, 0], [1, 1, fill_len, m.row])
         table = chunk_page_table if chunk_page_table is not None else page_table
         ttnn.experimental.paged_fill_cache(cache, fill, table, batch_idx=0 if chunk_page_table is not None else user_id)
-        config = sdpa_prefill(seq, chunk_start, self.layouts.grid, max_chunk=MLA_PREFILL_CHUNK)
+        config = sdpa_prefill(seq, chunk_start, self.layouts.grid, m.row)
         kernel = self.prec.kernels["SDPA_PREFILL"]
         if chunk_start > 0:
             attn = ttnn.transformer.chunked_flash_mla_prefill(
