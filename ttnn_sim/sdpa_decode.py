@@ -726,14 +726,13 @@ def paged_decode(op: str, q: Tensor, kc: Tensor, vc: Tensor | None, head_dim_v: 
     """The paged decode kernel after validation, shared with multi-latent attention (ttnn_sim.mla): vc None reads
     the values from the key cache, its first head_dim_v columns (whole tiles of them: the kernel counts V's width in
     tiles, so columns past the last whole tile are left unwritten, NaN here)."""
-    page_table_tensor, cur_pos_tensor = page_table, cur_pos
     nb, nkv, bs, hd = kc.shape
     if bs % TILE_SIZE:
         raise TTError(op, f"the simulator models whole-tile cache blocks only (block_size {bs})")
     nh = q.shape[2]
     pnh = _padded(q)[2]
     sc = scale if scale is not None else 1.0 / math.sqrt(hd)
-    width = page_table_tensor.shape[1]
+    width = page_table.shape[1]
     span_len = width * bs
     g = nh // nkv
     tiles_per_block = bs // TILE_SIZE
@@ -835,5 +834,5 @@ def paged_decode(op: str, q: Tensor, kc: Tensor, vc: Tensor | None, head_dim_v: 
             res = torch.nn.functional.pad(res, (0, dv - dv_read), value=float("nan"))
         return res
 
-    shards = per_device(compute, q, kc, vc, page_table_tensor, cur_pos_tensor if is_causal else None, mask, sink)
+    shards = per_device(compute, q, kc, vc, page_table, cur_pos if is_causal else None, mask, sink)
     return output(q, shards, q.dtype, q.layout, out_mc)
