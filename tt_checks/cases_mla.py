@@ -1,8 +1,10 @@
 """Hand-written corpus cases: the multi-latent-attention ops (DeepSeek's MLA): paged decode
-(transformer.paged_flash_multi_latent_attention_decode), prefill (transformer.flash_mla_prefill) and chunked prefill
-over a paged cache (transformer.chunked_flash_mla_prefill). One latent cache per layer holds each position's
-compressed KV and its rotary part ([blocks, 1, block_size, kv_lora_rank + rope_dim]); V is its first head_dim_v
-columns. Valid calls and, next to them, the call that breaks each rule 0.81.1 checks.
+(transformer.paged_flash_multi_latent_attention_decode), unpaged decode over a [B, 1, S, dh] latent cache
+(transformer.flash_multi_latent_attention_decode; tt-metal's MLA decode unit tests call it, the models do not),
+prefill (transformer.flash_mla_prefill) and chunked prefill over a paged cache (transformer.chunked_flash_mla_prefill).
+One latent cache per layer holds each position's compressed KV and its rotary part ([blocks, 1, block_size,
+kv_lora_rank + rope_dim]); V is its first head_dim_v columns. Valid calls and, next to them, the call that breaks
+each rule 0.81.1 checks.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from tt_checks.corpus_cases import L1, T, call, coord, height, host, i32, obj, width
 
 DEC = "transformer.paged_flash_multi_latent_attention_decode"
+UNPAGED = "transformer.flash_multi_latent_attention_decode"
 PRE = "transformer.flash_mla_prefill"
 CHUNK = "transformer.chunked_flash_mla_prefill"
 
@@ -101,6 +104,106 @@ def decode() -> Iterator[tuple[str, dict]]:
     yield _D + "sink-row-major", sd(attention_sink=T([32, 32], layout="ROW_MAJOR"))
     yield _D + "sink-l1", sd(attention_sink=T([32, 32], m=L1))
     yield _D + "mqa-q-bfp4-k-bfp4", sd({**q, "dtype": "BFLOAT4_B"}, k=T([nb, 1, bs, dh], "BFLOAT4_B"))
+
+
+def unpaged() -> Iterator[tuple[str, dict]]:
+    b, nh, s, dh, dv = 8, 16, 1024, 576, 512
+    q = T([1, b, nh, dh])
+    k = T([b, 1, s, dh], "BFLOAT8_B")
+    _U = "mla-decode-unpaged/"
+
+    def su(qq: dict = q, kk: dict = k, v: Any = None, hv: int = dv, **kw: Any) -> dict:
+        kw = {"cur_pos_tensor": i32([b]), "program_config": pc(128), **kw}
+        return call(UNPAGED, qq, kk, v, hv, **{n: x for n, x in kw.items() if x is not None})
+
+    yield _U + "ok", su()
+    yield _U + "scale", su(scale=0.05)
+    # Without a program config the host picks min(512, S's largest power-of-2 divisor) rows per K chunk: at 576
+    # wide that outgrows a core's L1 unless the cache is bfloat4_b.
+    yield _U + "default-chunk", su(program_config=None)
+    yield _U + "default-chunk-k-bfp4", su(kk=T([b, 1, s, dh], "BFLOAT4_B"), program_config=None)
+    yield _U + "default-chunk-cur-pos-list", su(cur_pos=[500] * b, cur_pos_tensor=None, program_config=None)
+    yield _U + "chunk-256", su(program_config=pc(256))
+    yield _U + "cur-pos-list", su(cur_pos=[500] * b, cur_pos_tensor=None)
+    yield _U + "cur-pos-list-4", su(cur_pos=[5] * 4, cur_pos_tensor=None)
+    yield _U + "cur-pos-S", su(cur_pos=[s] * b, cur_pos_tensor=None)
+    yield _U + "no-cur-pos", su(cur_pos_tensor=None)
+    yield _U + "cur-pos-4", su(cur_pos_tensor=i32([4]))
+    yield _U + "cur-pos-uint32", su(cur_pos_tensor=i32([b], dtype="UINT32"))
+    yield _U + "k-bf16", su(kk=T([b, 1, s, dh]))
+    yield _U + "k-bfp4", su(kk=T([b, 1, s, dh], "BFLOAT4_B"))
+    yield _U + "q-bfp8", su({**q, "dtype": "BFLOAT8_B"})
+    yield _U + "q-fp32", su({**q, "dtype": "FLOAT32"})
+    yield _U + "with-v", su(v=T([b, 1, s, dv], "BFLOAT8_B"))
+    yield _U + "with-v-576", su(v=k)
+    yield _U + "with-v-seq-512", su(v=T([b, 1, 512, dv], "BFLOAT8_B"))
+    yield _U + "with-v-batch-4", su(v=T([4, 1, s, dv], "BFLOAT8_B"))
+    yield _U + "with-v-2-heads", su(v=T([b, 2, s, dv], "BFLOAT8_B"))
+    yield _U + "hv-576", su(hv=dh)
+    yield _U + "hv-640", su(hv=640)
+    yield _U + "hv-500", su(hv=500)
+    yield _U + "hv-64", su(hv=64)
+    yield _U + "two-kv-heads", su(kk=T([b, 2, s, dh], "BFLOAT8_B"))
+    yield _U + "16q-16kv", su(kk=T([b, 16, s, dh], "BFLOAT8_B"))
+    yield _U + "9q-2kv", su(T([1, b, 9, dh]), T([b, 2, s, dh], "BFLOAT8_B"))
+    yield _U + "gqa-q-bfp8", su({**q, "dtype": "BFLOAT8_B"}, T([b, 2, s, dh], "BFLOAT8_B"))
+    yield _U + "gqa-sharded-output", su(kk=T([b, 2, s, dh], "BFLOAT8_B"), memory_config=height((32, dv), b))
+    yield _U + "q-hd-512", su(T([1, b, nh, 512]))
+    yield _U + "k-batch-4", su(kk=T([4, 1, s, dh], "BFLOAT8_B"))
+    yield _U + "q-dim0-2", su(T([2, b, nh, dh]))
+    yield _U + "nh-128", su(T([1, b, 128, dh]))
+    yield _U + "nh-128-chunk-32", su(T([1, b, 128, dh]), program_config=pc(32))
+    yield _U + "users-32", su(T([1, 32, nh, dh]), T([32, 1, s, dh], "BFLOAT8_B"), cur_pos_tensor=i32([32]))
+    yield _U + "users-64", su(T([1, 64, nh, dh]), T([64, 1, s, dh], "BFLOAT8_B"), cur_pos_tensor=i32([64]))
+    yield _U + "seq-100", su(kk=T([b, 1, 100, dh], "BFLOAT8_B"), program_config=None)
+    yield _U + "seq-96", su(kk=T([b, 1, 96, dh], "BFLOAT8_B"), program_config=None)
+    yield _U + "seq-96-chunk-128", su(kk=T([b, 1, 96, dh], "BFLOAT8_B"))
+    yield _U + "seq-2048", su(kk=T([b, 1, 2048, dh], "BFLOAT8_B"))
+    yield _U + "k-chunk-48", su(program_config=pc(48))
+    yield _U + "k-chunk-16", su(program_config=pc(16))
+    yield _U + "k-chunk-2048", su(program_config=pc(2048))
+    yield _U + "k-chunk-0", su(program_config=pc(0))
+    yield _U + "grid-4x1", su(program_config=pc(0, gx=4, gy=1))
+    yield _U + "grid-9x9", su(program_config=pc(0, gx=9, gy=9))
+    yield _U + "dh-192", su(T([1, b, nh, 192]), T([b, 1, s, 192], "BFLOAT8_B"), hv=128)
+    yield _U + "q-height-sharded", su(T([1, b, nh, dh], m=height((32, dh), b)))
+    yield _U + "q-height-sharded-out-sharded", su(T([1, b, nh, dh], m=height((32, dh), b)),
+                                                   memory_config=height((32, dv), b))
+    yield _U + "q-width-sharded", su(T([1, b, nh, dh], m=width((b * 32, 32), 18)))
+    yield _U + "out-width-sharded", su(memory_config=width((b * 32, 32), 16))
+    yield _U + "out-l1", su(memory_config=L1)
+    yield _U + "q-l1", su({**q, "mem": L1})
+    yield _U + "k-l1", su(kk={**k, "mem": L1})
+    yield _U + "k-row-major", su(kk={**k, "dtype": "BFLOAT16", "layout": "ROW_MAJOR"})
+    yield _U + "q-row-major-dram", su({**q, "layout": "ROW_MAJOR"})
+    yield _U + "window-128", su(sliding_window_size=128)
+    yield _U + "non-causal", su(is_causal=False, cur_pos_tensor=None)
+    yield _U + "non-causal-mask", su(is_causal=False, cur_pos_tensor=None, attn_mask=T([1, b, nh, s]))
+    yield _U + "causal-with-mask", su(attn_mask=T([1, b, nh, s]))
+    yield _U + "sink", su(attention_sink=T([32, 32]))
+    yield _U + "sink-heads-64", su(attention_sink=T([64, 32]))
+    yield _U + "sink-4d", su(attention_sink=T([1, 1, 32, 32]))
+    yield _U + "sink-width-64", su(attention_sink=T([32, 64]))
+    yield _U + "sink-bfp8", su(attention_sink=T([32, 32], "BFLOAT8_B"))
+    yield _U + "sink-row-major", su(attention_sink=T([32, 32], layout="ROW_MAJOR"))
+    yield _U + "sink-l1", su(attention_sink=T([32, 32], m=L1))
+    yield _U + "cur-pos-2-rows", su(cur_pos_tensor=i32([2, b]))
+    yield _U + "cur-pos-1xB", su(cur_pos_tensor=i32([1, b]))
+    yield _U + "cur-pos-tile", su(cur_pos_tensor=i32([1, b], layout="TILE"))
+    rm_q = T([1, b, nh, dh], layout="ROW_MAJOR", m=height((nh, dh), b))
+    yield _U + "q-row-major-sharded", su(rm_q)
+    yield _U + "q-row-major-sharded-output", su(rm_q, memory_config=height((nh, dv), b))
+    yield _U + "q-row-major-32-heads-sharded-output", su(
+        T([1, b, 32, dh], layout="ROW_MAJOR", m=height((32, dh), b)), memory_config=height((32, dv), b))
+    yield _U + "k-host", su(kk=host([b, 1, s, dh], layout="TILE"))  # (a host Q kills the process: segfault)
+    # tt-metal's unit-test shapes: 128 heads of 512 + 64, Q height-sharded over 64 cores, bf16 Q over a bfp4 cache
+    yield _U + "unit-128-heads", su(T([1, 4, 128, dh], m=height((32, dh), 64)), T([4, 1, s, dh], "BFLOAT8_B"),
+                                    cur_pos_tensor=i32([4]), memory_config=height((32, dv), 64),
+                                    program_config=pc(128))
+    yield _U + "unit-rope-0", su(T([1, 2, 64, 256]), T([2, 1, s, 256], "BFLOAT4_B"), hv=256,
+                                 cur_pos_tensor=i32([2]), program_config=pc(128))
+    yield _U + "unit-lora-32", su(T([1, 2, 64, 96]), T([2, 1, s, 96], "BFLOAT8_B"), hv=32,
+                                  cur_pos_tensor=i32([2]), program_config=pc(128))
 
 
 def prefill() -> Iterator[tuple[str, dict]]:
@@ -216,5 +319,6 @@ def chunked() -> Iterator[tuple[str, dict]]:
 
 def cases() -> Iterator[tuple[str, dict]]:
     yield from decode()
+    yield from unpaged()
     yield from prefill()
     yield from chunked()

@@ -180,6 +180,164 @@ def paged_flash_multi_latent_attention_decode(
                           sliding_window_size, out_mc)
 
 
+# ---------------- flash_multi_latent_attention_decode (unpaged) ----------------
+# The unpaged op is the paged one's device operation without a page table: the unpaged decode's checks (K/V batch,
+# a cur_pos list or tensor, host-chosen K chunk) with MLA's widths. No model calls it (their caches are paged);
+# tt-metal's MLA decode unit tests run half their cases through it. Measured: corpus cases mla-decode-unpaged/*.
+_UD = "mla-decode-unpaged/"
+_UNPAGED_NA = "the unpaged op takes no page table"
+MU = rules("transformer.flash_multi_latent_attention_decode", _DEC_SRC)
+MU_K_CHUNK_POW2 = MU(D.K_CHUNK_POW2.message, _UD + "k-chunk-48", _UD + "ok", source=_DEC_HOST)
+MU_K_CHUNK_32 = MU(D.K_CHUNK_32.message, _UD + "k-chunk-16", _UD + "ok", source=_DEC_HOST)
+MU_CHUNK_CALC = MU(D.U_CHUNK_CALC.message, _UD + "seq-100", _UD + "seq-96", source=_DEC_HOST)
+MU_V_WIDTH_HOST = MU(M_V_WIDTH_HOST.message, _UD + "with-v-576", _UD + "with-v", source=_DEC_HOST)
+MU_HV_GIVEN = MU(M_HV_GIVEN.message, unreachable=_HV_ALWAYS)
+MU_HOST = MU(A._HOST, _UD + "k-host", _UD + "ok", source=A._LAUNCH)
+MU_ON_DEVICE = MU(D.ON_DEVICE.message, unreachable=A._HOST_Q)
+MU_CAUSAL = MU(M_CAUSAL.message, _UD + "non-causal", _UD + "non-causal-mask", _UD + "ok")
+MU_DTYPE = MU(D.DTYPE.message, _UD + "q-fp32", _UD + "k-bfp4")
+MU_KV_TILE = MU(D.KV_TILE.message, _UD + "k-row-major", _UD + "ok")
+MU_RM_Q_SHARDED = MU(D.RM_Q_SHARDED.message, _UD + "q-row-major-dram", _UD + "q-row-major-32-heads-sharded-output")
+MU_RM_Q_OUTPUT = MU(D.RM_Q_OUTPUT.message, _UD + "q-row-major-sharded", _UD + "q-row-major-32-heads-sharded-output")
+MU_RM_Q_CB = MU(D.RM_Q_CB.message, _UD + "q-row-major-sharded-output", _UD + "q-row-major-32-heads-sharded-output",
+                source="tt_metal/impl/buffers/circular_buffer.cpp")
+MU_Q_SHARDED_HS = MU(D.Q_SHARDED_HS.message, _UD + "q-width-sharded", _UD + "q-height-sharded")
+MU_Q_DRAM = MU(D.Q_DRAM.message, _UD + "q-l1", _UD + "ok")
+MU_KV_DRAM = MU(D.KV_DRAM.message, _UD + "k-l1", _UD + "ok")
+MU_OUT_HS = MU(D.OUT_HS.message, _UD + "out-width-sharded", _UD + "q-height-sharded-out-sharded")
+MU_CAUSAL_NO_MASK = MU(D.CAUSAL_NO_MASK.message, _UD + "causal-with-mask", _UD + "ok")
+MU_CUR_POS_LAST_DIM = MU(D.CUR_POS_LAST_DIM.message, _UD + "cur-pos-2-rows", _UD + "cur-pos-tile",
+                         _UD + "cur-pos-1xB")
+MU_K_BATCH = MU(D.U_K_BATCH.message, _UD + "k-batch-4", _UD + "ok")
+MU_V_BATCH = MU(D.U_V_BATCH.message, _UD + "with-v-batch-4", _UD + "with-v")
+MU_Q_DIM0 = MU(D.U_Q_DIM0.message, _UD + "q-dim0-2", _UD + "ok")
+MU_SAME_SEQ = MU(D.U_SAME_SEQ.message, _UD + "with-v-seq-512", _UD + "with-v")
+MU_SEQ_CHUNK = MU(D.U_SEQ_CHUNK.message, _UD + "k-chunk-2048", _UD + "seq-96-chunk-128", _UD + "ok")
+MU_QK_WIDTH = MU(M_QK_WIDTH.message, _UD + "q-hd-512", _UD + "ok")
+MU_HV_Q = MU(_HV_Q, _UD + "hv-640", _UD + "hv-576")
+MU_CUR_POS_MAX = MU(D.U_CUR_POS_MAX.message, _UD + "cur-pos-S", _UD + "cur-pos-list")
+MU_SAME_HEADS = MU(D.SAME_HEADS.message, _UD + "with-v-2-heads", _UD + "with-v")
+MU_GQA_NO_SHARDED_OUT = MU(D.GQA_NO_SHARDED_OUT.message, _UD + "gqa-sharded-output", _UD + "two-kv-heads")
+MU_GQA_BF16_Q = MU(D.GQA_BF16_Q.message, _UD + "gqa-q-bfp8", _UD + "two-kv-heads")
+MU_GQA_MULTIPLE = MU(D.GQA_MULTIPLE.message, _UD + "9q-2kv", _UD + "16q-16kv")
+MU_SINK_RANK = MU(D.SINK_RANK.message, _UD + "sink-4d", _UD + "sink")
+MU_SINK_HEADS = MU(D.SINK_HEADS.message, _UD + "sink-heads-64", _UD + "sink")
+MU_SINK_WIDTH = MU(D.SINK_WIDTH.message, _UD + "sink-width-64", _UD + "sink")
+MU_SINK_BF16 = MU(D.SINK_BF16.message, _UD + "sink-bfp8", _UD + "sink")
+MU_SINK_TILE = MU(D.SINK_TILE.message, _UD + "sink-row-major", _UD + "sink")
+MU_SINK_DRAM = MU(D.SINK_DRAM.message, _UD + "sink-l1", _UD + "sink")
+MU_GRID_FITS = MU(D.GRID_FITS.message, _UD + "grid-9x9", _UD + "ok", source=_DEC_FACTORY)
+MU_GRID_BATCH = MU(D.GRID_BATCH.message, _UD + "grid-4x1", _UD + "ok", source=_DEC_FACTORY)
+MU_CUR_POS_COUNT = MU(D.U_CUR_POS_COUNT.message, _UD + "cur-pos-4", _UD + "ok", source=_DEC_FACTORY)
+MU_CUR_POS_LIST = MU(D.U_CUR_POS_LIST.message, _UD + "cur-pos-list-4", _UD + "no-cur-pos", _UD + "cur-pos-list",
+                     source=_DEC_FACTORY)
+
+_MLA_UNPAGED = D.DecodeRules(MU_RM_Q_SHARDED, MU_RM_Q_OUTPUT, MU_RM_Q_CB, MU_Q_SHARDED_HS, MU_Q_DRAM, MU_KV_DRAM,
+                             MU_OUT_HS, None, None, MU_CUR_POS_LAST_DIM, None, None, None, MU_GQA_NO_SHARDED_OUT,
+                             MU_GQA_BF16_Q, MU_GQA_MULTIPLE, MU_SINK_RANK, MU_SINK_HEADS, MU_SINK_WIDTH, MU_SINK_BF16,
+                             MU_SINK_TILE, MU_SINK_DRAM, MU_GRID_FITS, MU_GRID_BATCH)
+
+
+def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor | None, hv: int, cur_pos: list[int],
+                      cur_pos_tensor: Tensor | None, attn_mask: Tensor | None, sink: Tensor | None, is_causal: bool,
+                      out_mc: MemoryConfig, program_config: Any) -> int:
+    """The host's checks, then SdpaDecodeDeviceOperation's unpaged ones with use_mla, in 0.81.1's order; returns
+    the K chunk the kernel runs with (the host's choice when the config leaves it 0)."""
+    op = MU.op
+    s = k.shape[-2]
+    if program_config is not None and program_config.k_chunk_size > 0:
+        k_chunk = program_config.k_chunk_size
+        MU_K_CHUNK_POW2.require(k_chunk & (k_chunk - 1) == 0, k_chunk)
+        MU_K_CHUNK_32.require(k_chunk % TILE_SIZE == 0, k_chunk)
+    else:
+        k_chunk = D.max_pow2_divisor_chunk(s)
+        MU_CHUNK_CALC.require(k_chunk % TILE_SIZE == 0, k_chunk)
+    if v is not None:
+        MU_V_WIDTH_HOST.require(v.shape[-1] == hv, v.shape[-1], hv)
+    if hv <= 0:
+        raise TTError(op, f"head_dim_v {hv}: 0.81.1's program factory divides by it (the process dies of SIGFPE, "
+                          "measured for the paged op)")
+    for t in (k, v, cur_pos_tensor, attn_mask, sink):
+        MU_HOST.require(t is None or t.device_or_none is not None)
+    MU_CAUSAL.require(is_causal)
+    for t in (q, k, v):
+        if t is not None:
+            MU_DTYPE.require(t.dtype in D._DTYPES or reference_precision(t), f"DataType::{t.dtype.name}")
+    MU_KV_TILE.require(k.layout == Layout.TILE and (v is None or v.layout == Layout.TILE))
+    D.check_placement(_MLA_UNPAGED, q, (k, v), out_mc)
+    MU_CAUSAL_NO_MASK.require(attn_mask is None)
+    if cur_pos_tensor is not None:
+        padded = cur_pos_tensor.padded_shape
+        MU_CUR_POS_LAST_DIM.require(all(d == 1 for d in padded[:-1]), f"Shape({list(padded)})")
+    q_padded, k_padded = D._padded(q), D._padded(k)
+    b = q_padded[1]
+    MU_K_BATCH.require(k_padded[0] == b, k_padded[0], b)
+    if v is not None:
+        MU_V_BATCH.require(D._padded(v)[0] == b, D._padded(v)[0], b)
+    MU_Q_DIM0.require(q_padded[0] == 1, q_padded[0])
+    if v is not None:
+        MU_SAME_SEQ.require(k_padded[-2] == D._padded(v)[-2], k_padded[-2], D._padded(v)[-2])
+    MU_SEQ_CHUNK.require(k_padded[2] % k_chunk == 0, k_padded[2], k_chunk)
+    MU_QK_WIDTH.require(q_padded[3] == k_padded[3], q_padded[3], k_padded[3])
+    MU_HV_Q.require(hv <= q_padded[3], hv, q_padded[3])
+    for p in cur_pos:
+        MU_CUR_POS_MAX.require(p < k_padded[-2])
+    nkv = k.shape[1]
+    if v is not None:
+        MU_SAME_HEADS.require(nkv == v.shape[1], nkv, v.shape[1])
+    D.check_gqa(_MLA_UNPAGED, q, nkv, out_mc)
+    D.check_sink(_MLA_UNPAGED, sink, q_padded)
+    D.check_grid(_MLA_UNPAGED, program_config, q, b)
+    if cur_pos_tensor is not None:
+        MU_CUR_POS_COUNT.require(cur_pos_tensor.padded_shape[-1] >= b, b, f"Shape({list(cur_pos_tensor.shape)})")
+    else:
+        MU_CUR_POS_LIST.require(len(cur_pos) >= b, len(cur_pos), len(cur_pos))
+    return k_chunk
+
+
+@device_op(kernel_replay=True)
+def flash_multi_latent_attention_decode(
+    input_tensor_q: Tensor,
+    input_tensor_k: Tensor,
+    input_tensor_v: Tensor | None = None,
+    head_dim_v: int | None = None,
+    *,
+    is_causal: bool = True,
+    attn_mask: Tensor | None = None,
+    cur_pos: list[int] | None = None,
+    cur_pos_tensor: Tensor | None = None,
+    attention_sink: Tensor | None = None,
+    scale: float | None = None,
+    sliding_window_size: int | None = None,
+    memory_config: MemoryConfig | None = None,
+    program_config: SDPAProgramConfig | None = None,
+    compute_kernel_config: Any = None,
+) -> Tensor:
+    """Q [1, B, nh, dh] over the unpaged latent cache [B, nkv, S, dh]: user b attends over its positions
+    0..cur_pos[b] (the tensor when given, else the list; -1 in the tensor skips the user), the values being each
+    row's first head_dim_v columns (or V when given). Returns [1, B, nh, head_dim_v]."""
+    op = MU.op
+    if head_dim_v is None:
+        raise TypeError(f"ttnn.{op}(): incompatible function arguments (head_dim_v is required)")
+    positions = list(cur_pos or [])
+    if any(not isinstance(p, int) or p < 0 or p >= 1 << 32 for p in positions):
+        raise TypeError(f"ttnn.{op}(): incompatible function arguments (cur_pos must be a list of uint32, got "
+                        f"{positions})")
+    q, k, v = input_tensor_q, input_tensor_k, input_tensor_v
+    out_mc = memory_config or DRAM_MEMORY_CONFIG
+    k_chunk = _validate_unpaged(q, k, v, head_dim_v, positions, cur_pos_tensor, attn_mask, attention_sink, is_causal,
+                                out_mc, program_config)
+    dev = q.device_or_none
+    users = D._padded(q)[1]
+    sdpa_cb.check(op, dev, sdpa_cb.decode_bytes(
+        q, k, v, head_dim_v, users, paged=False, mla=True, program_config=program_config,
+        kernel=compute_kernel_config, grid=sdpa_cb.grid_of(program_config, dev), causal=True, pages=0,
+        out_sharded=out_mc.is_sharded(), window=sliding_window_size, sink=attention_sink is not None,
+        k_chunk=k_chunk, positions_tensor=cur_pos_tensor is not None))
+    return D.unpaged_decode(q, k, v, head_dim_v, positions, cur_pos_tensor, None, attention_sink, users, True, scale,
+                            sliding_window_size, out_mc)
+
+
 # ---------------- flash_mla_prefill / chunked_flash_mla_prefill ----------------
 _P, _C = "mla-prefill/", "mla-chunked/"
 P = rules("transformer.flash_mla_prefill", A._SRC)

@@ -49,15 +49,18 @@ def _fp32_acc(kernel: Any) -> bool:
 
 def decode_bytes(q: Tensor, k: Tensor, v: Tensor | None, head_dim_v: int, users: int, *, paged: bool, mla: bool,
                  program_config: Any, kernel: Any, grid: tuple[int, int], causal: bool, pages: int, out_sharded: bool,
-                 window: int | None, sink: bool) -> int:
-    """The decode program's circular buffers per core."""
+                 window: int | None, sink: bool, k_chunk: int | None = None, positions_tensor: bool = True) -> int:
+    """The decode program's circular buffers per core. k_chunk: the chunk the host chose, where it chooses (the
+    unpaged MLA op). positions_tensor False: the positions came as a list, compiled into the program."""
     nh, dh = q.shape[2], q.padded_shape[3]
     hv = head_dim_v if mla else dh
     qdt, kdt = q.dtype, k.dtype
     vdt = v.dtype if v is not None else kdt
     nkv = k.shape[1]
     pc_k = program_config.k_chunk_size if program_config is not None else 0
-    if pc_k:
+    if k_chunk is not None:
+        pass
+    elif pc_k:
         k_chunk = pc_k
     elif mla or program_config is not None:
         k_chunk = 0  # chosen per position at run time: buffers sized for a whole destination register
@@ -92,7 +95,8 @@ def decode_bytes(q: Tensor, k: Tensor, v: Tensor | None, head_dim_v: int, users:
     total += (pnh_t * v_t + 2 * pnh_t) * (per_head - 1) * im  # what the head's other cores send
     if not out_sharded:
         total += pnh_t * v_t * _tile(qdt)
-    total += 2 * _round(4 * users, 32)  # the positions' stick, read by the writer and the compute kernel
+    if positions_tensor:
+        total += 2 * _round(4 * users, 32)  # the positions' stick, read by the writer and the compute kernel
     if paged:
         total += _round(4 * pages, 32)  # a page-table row
         if k.shape[2] < TILE_SIZE:

@@ -174,12 +174,12 @@ class DecodeRules:
     q_dram: Rule
     kv_dram: Rule
     out_hs: Rule
-    cur_pos_needed: Rule
-    cur_pos_int32: Rule
+    cur_pos_needed: Rule | None  # None: the unpaged MLA op, whose positions may be a list and which has no table
+    cur_pos_int32: Rule | None
     cur_pos_last_dim: Rule
-    cur_pos_rm: Rule
-    pt_int32: Rule
-    pt_rm: Rule
+    cur_pos_rm: Rule | None
+    pt_int32: Rule | None
+    pt_rm: Rule | None
     gqa_no_sharded_out: Rule
     gqa_bf16_q: Rule
     gqa_multiple: Rule
@@ -528,7 +528,7 @@ U_CUR_POS_LIST = RU("vector::_M_range_check: __n (which is {}) >= this->size() (
                     source="transformer/sdpa_decode/device/sdpa_decode_program_factory.cpp")
 
 
-def _max_pow2_divisor_chunk(s: int) -> int:
+def max_pow2_divisor_chunk(s: int) -> int:
     """sdpa_decode.cpp's get_chunk_size: the largest power-of-2 divisor of s (at least 2), at most 512."""
     i = 1
     while i < s and s % (1 << (i + 1)) == 0:
@@ -548,7 +548,7 @@ def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor, cur_pos: list[int], cur_p
         U_K_CHUNK_POW2.require(k_chunk & (k_chunk - 1) == 0, k_chunk)
         U_K_CHUNK_32.require(k_chunk % TILE_SIZE == 0, k_chunk)
     else:
-        k_chunk = _max_pow2_divisor_chunk(s)
+        k_chunk = max_pow2_divisor_chunk(s)
         U_CHUNK_CALC.require(k_chunk % TILE_SIZE == 0, k_chunk)
     for t in (q, k, v):
         U_DTYPE.require(t.dtype in _DTYPES or reference_precision(t), f"DataType::{t.dtype.name}")
@@ -665,18 +665,35 @@ def scaled_dot_product_attention_decode(
     sdpa_cb.check(op, dev, sdpa_cb.decode_bytes(
         q, k, v, k.shape[-1], _padded(k)[0], paged=False, mla=False, program_config=program_config,
         kernel=compute_kernel_config, grid=sdpa_cb.grid_of(program_config, dev), causal=is_causal, pages=0,
-        out_sharded=out_mc.is_sharded(), window=sliding_window_size, sink=sink is not None))
+        out_sharded=out_mc.is_sharded(), window=sliding_window_size, sink=sink is not None,
+        positions_tensor=cur_pos_tensor is not None))
     users = _padded(k)[0]  # compute_output_specs: the output's batch is K's
+    return unpaged_decode(q, k, v, None, positions, cur_pos_tensor, mask, sink, users, is_causal, scale,
+                          sliding_window_size, out_mc, share_cache=bool(share_cache))
+
+
+def unpaged_decode(q: Tensor, k: Tensor, v: Tensor | None, head_dim_v: int | None, positions: list[int],
+                   cur_pos_tensor: Tensor | None, mask: Tensor | None, sink: Tensor | None, users: int,
+                   is_causal: bool, scale: float | None, sliding_window_size: int | None, out_mc: MemoryConfig, *,
+                   share_cache: bool = False) -> Tensor:
+    """The unpaged decode kernel after validation, shared with multi-latent attention (ttnn_sim.mla): causal, user
+    b attends over its positions 0..cur_pos[b] inclusive (cur_pos_tensor when given, else the positions list; -1
+    in the tensor skips the user, whose rows are left unwritten), with an optional sliding window; non-causal, over
+    all S positions with an optional additive mask [B, 1, nh, S] (read as the paged op reads it: added to the raw
+    scores before the scale). v None reads the values from K, its first head_dim_v columns in whole tiles, as
+    paged_decode does. The math is the paged op's (_attend)."""
     nkv, s, hd = k.shape[1], k.shape[2], k.shape[3]
     nh = q.shape[2]
     pnh = _padded(q)[2]
     g = nh // nkv
     sc = scale if scale is not None else 1.0 / math.sqrt(hd)
+    dv = hd if head_dim_v is None else head_dim_v
+    dv_read = dv // TILE_SIZE * TILE_SIZE if v is None else dv
     mask_geometry = (_padded(mask), mask.layout == Layout.TILE) if mask is not None else None
     sink_padded = _padded(sink) if sink is not None else None
     list_pos = torch.tensor(positions[:users] if positions else [0], dtype=torch.int64)
 
-    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor, cp: torch.Tensor | None,
+    def compute(qq: torch.Tensor, kk: torch.Tensor, vv: torch.Tensor | None, cp: torch.Tensor | None,
                 mm: torch.Tensor | None, ss: torch.Tensor | None) -> torch.Tensor:
         dt = torch.float32 if torch.float32 in (qq.dtype, kk.dtype) else torch.bfloat16
         live, n = None, users
@@ -684,7 +701,7 @@ def scaled_dot_product_attention_decode(
             pos = cp.reshape(-1)[:users].to(torch.int64) if cp is not None else list_pos
             lo, top = (int(x) for x in torch.aminmax(pos))
             if top < 0:
-                return torch.full((1, users, nh, hd), float("nan"))
+                return torch.full((1, users, nh, dv), float("nan"))
             if lo < 0:
                 live = pos >= 0
                 n = int(torch.nonzero(live)[-1]) + 1
@@ -706,14 +723,20 @@ def scaled_dot_product_attention_decode(
                 allowed &= kpos > s - 1 - sliding_window_size
             allowed = allowed[:, None, None, :]
         kb = kk[:1].expand(n, -1, -1, -1) if share_cache else kk[:n]
-        vb = vv[:1].expand(n, -1, -1, -1) if share_cache else vv[:n]
-        keys, vals = kb[:, :, :t], vb[:, :, :t]
+        keys = kb[:, :, :t]
+        if vv is None:  # multi-latent attention: V is the first columns of each cached row
+            vals = keys[..., :dv_read]
+        else:
+            vals = (vv[:1].expand(n, -1, -1, -1) if share_cache else vv[:n])[:, :, :t]
         qg = qq[:, :n].reshape(n, nkv, g, hd)
         rows = None
         if mm is not None:
             rows = _mask_rows(mm, mask_geometry[0], mask_geometry[1], n, pnh, t)[:, :nh]
         sinks = _tile_padded(ss.float(), sink_padded)[:nh, 0] if ss is not None else None
-        return _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, hd)
+        res = _finish(_attend(qg, keys, vals, allowed, rows, sinks, sc, dt), live, users, nh, dv_read)
+        if dv_read < dv:  # columns past V's last whole tile: never written
+            res = torch.nn.functional.pad(res, (0, dv - dv_read), value=float("nan"))
+        return res
 
     shards = per_device(compute, q, k, v, cur_pos_tensor if is_causal else None, mask, sink)
     return output(q, shards, q.dtype, q.layout, out_mc)

@@ -1,6 +1,7 @@
 """Multi-latent attention ops against plain PyTorch: one latent cache row per position, the values its first
-head_dim_v columns. Decode over a paged cache (random non-contiguous page tables, an empty slot), prefill (causal,
-and non-causal with a mask added before the scale), chunked prefill over the paged cache."""
+head_dim_v columns. Decode over a paged cache (random non-contiguous page tables, an empty slot) and over per-user
+unpaged caches, prefill (causal, and non-causal with a mask added before the scale), chunked prefill over the paged
+cache."""
 
 import pytest
 import torch
@@ -97,6 +98,35 @@ def test_decode_refuses_what_the_device_refuses(device):
         mla(q, k, None, DV, pt, cur_pos_tensor=pos)
     mla(q, dev_tensor(torch.randn(num_blocks, 1, bs, DH), device, ttnn.bfloat8_b), None, DV, pt, cur_pos_tensor=pos)
 
+
+@pytest.mark.parametrize("positions", ["tensor", "list"])
+def test_unpaged_decode_matches_latent_attention(device, positions):
+    """flash_multi_latent_attention_decode: each user's own [S, 576] latent rows, positions from a tensor (-1 skips a
+    user) or a list; 128-row K chunks (the host's default for S 1024 is 512 rows, which outgrow L1 at this width)."""
+    users, nh, s = 4, 16, 1024
+    pos = torch.tensor([700, 0, -1, 33]) if positions == "tensor" else torch.tensor([700, 0, 5, 33])
+    cache = dev_tensor(torch.randn(users, 1, s, DH), device, ttnn.bfloat8_b)
+    k = host(cache)
+    q = bf16(torch.randn(1, users, nh, DH))
+    pc = ttnn.SDPAProgramConfig(compute_with_storage_grid_size=ttnn.CoreCoord(8, 8), q_chunk_size=0,
+                                k_chunk_size=128, exp_approx_mode=False)
+    where = ({"cur_pos_tensor": pos_tensor(pos, device)} if positions == "tensor"
+             else {"cur_pos": [int(p) for p in pos]})
+    mla = ttnn.transformer.flash_multi_latent_attention_decode
+    out = host(mla(dev_tensor(q, device), cache, head_dim_v=DV, scale=0.05, program_config=pc, **where))
+    assert out.shape == (1, users, nh, DV)
+    for b in range(users):
+        if pos[b] < 0:
+            assert torch.isnan(out[0, b]).all()
+            continue
+        close(out[0, b], reference(q[0, b], k[b, 0, : pos[b] + 1], DV, 0.05))
+    with pytest.raises(TTError, match=r"circular buffers on core range \[0-0 - 7-7\] grow to \d+ B"):
+        mla(dev_tensor(q, device), cache, head_dim_v=DV, **where)  # the host's 512-row chunks
+    with pytest.raises(TTError, match="K tensor batch size \\(2\\) must equal B \\(4\\)"):
+        mla(dev_tensor(q, device), dev_tensor(k[:2], device, ttnn.bfloat8_b), head_dim_v=DV, program_config=pc,
+            **where)
+    with pytest.raises(TTError, match="only tested for causal"):
+        mla(dev_tensor(q, device), cache, head_dim_v=DV, is_causal=False, program_config=pc)
 
 @pytest.mark.parametrize("nkv", [1, 2])
 def test_prefill_matches_latent_attention(device, nkv):
