@@ -3,8 +3,10 @@ changes, in-place host->device copies, deallocation, and the mesh mappers that s
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -392,12 +394,25 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
 
 def deallocate(tensor: Tensor, force: bool = True) -> None:
     """Free the tensor's device memory now. Host-side allocator work: a trace does not record it (a captured trace
-    keeps its own twins of the buffers its replay uses)."""
+    keeps its own twins of the buffers its replay uses). force=False leaves a buffer that another live tensor object
+    holds (a full-range slice, Tensor(other)) untouched, every handle still allocated, as 0.81.1 does (probed on a
+    mock N150: ttnn's tensors hold their buffer through a shared reference)."""
+    if not force and _shared(tensor):
+        return
     tensor._deallocated = True
     tensor._shards = []
     if tensor._alloc is not None:
         tensor._alloc.free()
         tensor._alloc = None
+
+
+def _shared(tensor: Tensor) -> bool:
+    """Whether another live tensor object holds tensor's device buffer. Only deallocate(force=False) asks, so the
+    scan of the garbage collector's referrers stays off the models' path."""
+    alloc = tensor._alloc
+    if alloc is None or sys.getrefcount(alloc) <= 3:  # this tensor's slot, the local, getrefcount's argument
+        return False
+    return any(isinstance(r, Tensor) and r is not tensor and r._alloc is alloc for r in gc.get_referrers(alloc))
 
 
 def zeros(

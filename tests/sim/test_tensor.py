@@ -78,6 +78,29 @@ def test_host_tensors_are_rejected_by_ops_and_deallocation_is_enforced(device):
         ttnn.silu(d)
 
 
+def test_deallocate_without_force_spares_a_shared_buffer(device):
+    """As 0.81.1 does on a mock N150 (tt_checks/tt_metal_unit/probes/deallocate_force.py): a full-range slice is
+    another handle on the same buffer, which deallocate(force=False) leaves allocated for both handles; a partial
+    slice is a copy of its own, and an unshared buffer goes with force=False too."""
+    def table():
+        return ttnn.from_torch(torch.arange(48, dtype=torch.int32).reshape(4, 12), device=device, dtype=ttnn.int32,
+                               layout=ttnn.ROW_MAJOR_LAYOUT)
+
+    t = table()
+    whole = t[:, 0:12]
+    assert whole is not t
+    ttnn.deallocate(whole, force=False)
+    assert whole.is_allocated() and t.is_allocated()
+    assert torch.equal(ttnn.to_torch(t), torch.arange(48, dtype=torch.int32).reshape(4, 12))
+    part = t[:, 4:8]
+    ttnn.deallocate(part, force=False)
+    assert not part.is_allocated() and t.is_allocated()
+    ttnn.deallocate(t, force=False)  # the full-range handle still holds the buffer
+    assert t.is_allocated()
+    del whole
+    ttnn.deallocate(t, force=False)
+    assert not t.is_allocated()
+
 def test_copy_host_to_device_tensor_updates_in_place(device):
     d = dev_tensor(torch.zeros(1, 1, 32, 32), device)
     view = ttnn.reshape(d, (1, 1, 1, 1024))
