@@ -394,25 +394,28 @@ def copy_host_to_device_tensor(host_tensor: Tensor, device_tensor: Tensor, cq_id
 
 def deallocate(tensor: Tensor, force: bool = True) -> None:
     """Free the tensor's device memory now. Host-side allocator work: a trace does not record it (a captured trace
-    keeps its own twins of the buffers its replay uses). force=False leaves a buffer that another live tensor object
-    holds (a full-range slice, Tensor(other)) untouched, every handle still allocated, as 0.81.1 does (probed on a
-    mock N150: ttnn's tensors hold their buffer through a shared reference)."""
-    if not force and _shared(tensor):
+    keeps its own twins of the buffers its replay uses). ttnn's tensors hold their buffer through a shared reference
+    (probed on a mock N150, tt_checks/tt_metal_unit/probes/deallocate_force.py): force=False leaves a buffer that
+    another live handle holds untouched, every handle still allocated; forced, the buffer goes under every handle."""
+    sharers = _sharers(tensor)
+    if sharers and not force:
         return
-    tensor._deallocated = True
-    tensor._shards = []
+    for t in (tensor, *sharers):  # forced, the buffer goes under every handle on it (probed likewise)
+        t._deallocated = True
+        t._shards = []
     if tensor._alloc is not None:
         tensor._alloc.free()
-        tensor._alloc = None
+        for t in (tensor, *sharers):
+            t._alloc = None
 
 
-def _shared(tensor: Tensor) -> bool:
-    """Whether another live tensor object holds tensor's device buffer. Only deallocate(force=False) asks, so the
-    scan of the garbage collector's referrers stays off the models' path."""
+def _sharers(tensor: Tensor) -> list[Tensor]:
+    """The other live tensor objects on tensor's device buffer (a full-range slice, Tensor(other), a view). The
+    reference count answers the common case (no other holder) without scanning the garbage collector's referrers."""
     alloc = tensor._alloc
     if alloc is None or sys.getrefcount(alloc) <= 3:  # this tensor's slot, the local, getrefcount's argument
-        return False
-    return any(isinstance(r, Tensor) and r is not tensor and r._alloc is alloc for r in gc.get_referrers(alloc))
+        return []
+    return [r for r in gc.get_referrers(alloc) if isinstance(r, Tensor) and r is not tensor and r._alloc is alloc]
 
 
 def zeros(

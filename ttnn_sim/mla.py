@@ -288,10 +288,7 @@ def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor | None, hv: int, cur_pos: 
     D.check_gqa(_MLA_UNPAGED, q, nkv, out_mc)
     D.check_sink(_MLA_UNPAGED, sink, q_padded)
     D.check_grid(_MLA_UNPAGED, program_config, q, b)
-    if cur_pos_tensor is not None:
-        MU_CUR_POS_COUNT.require(cur_pos_tensor.padded_shape[-1] >= b, b, f"Shape({list(cur_pos_tensor.shape)})")
-    else:
-        MU_CUR_POS_LIST.require(len(cur_pos) >= b, len(cur_pos), len(cur_pos))
+    D.check_positions(MU_CUR_POS_COUNT, MU_CUR_POS_LIST, cur_pos_tensor, cur_pos, b)
     return k_chunk
 
 

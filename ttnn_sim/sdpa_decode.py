@@ -619,12 +619,17 @@ def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor, cur_pos: list[int], cur_p
         U_GRID_FITS.require(g.x * g.y <= gx * gy, g.x * g.y, gx * gy)
         U_GRID_BATCH.require(g.x * g.y >= b, g.x * g.y, b)
     if is_causal:
-        if cur_pos_tensor is not None:
-            shape = cur_pos_tensor.shape
-            U_CUR_POS_COUNT.require(cur_pos_tensor.padded_shape[-1] >= b, b, f"Shape({list(shape)})")
-        else:
-            U_CUR_POS_LIST.require(len(cur_pos) >= b, len(cur_pos), len(cur_pos))
+        check_positions(U_CUR_POS_COUNT, U_CUR_POS_LIST, cur_pos_tensor, cur_pos, b)
     return k_chunk
+
+
+def check_positions(count: Rule, from_list: Rule, cur_pos_tensor: Tensor | None, cur_pos: list[int], b: int) -> None:
+    """The unpaged program factory reads one position per user: from the tensor, else from the list (an index past
+    its end is std::vector's range check)."""
+    if cur_pos_tensor is not None:
+        count.require(cur_pos_tensor.padded_shape[-1] >= b, b, f"Shape({list(cur_pos_tensor.shape)})")
+    else:
+        from_list.require(len(cur_pos) >= b, len(cur_pos), len(cur_pos))
 
 
 @device_op(kernel_replay=True)

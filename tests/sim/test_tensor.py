@@ -81,7 +81,8 @@ def test_host_tensors_are_rejected_by_ops_and_deallocation_is_enforced(device):
 def test_deallocate_without_force_spares_a_shared_buffer(device):
     """As 0.81.1 does on a mock N150 (tt_checks/tt_metal_unit/probes/deallocate_force.py): a full-range slice is
     another handle on the same buffer, which deallocate(force=False) leaves allocated for both handles; a partial
-    slice is a copy of its own, and an unshared buffer goes with force=False too."""
+    slice is a copy of its own, and an unshared buffer goes with force=False too; forced, it goes under every
+    handle."""
     def table():
         return ttnn.from_torch(torch.arange(48, dtype=torch.int32).reshape(4, 12), device=device, dtype=ttnn.int32,
                                layout=ttnn.ROW_MAJOR_LAYOUT)
@@ -100,6 +101,11 @@ def test_deallocate_without_force_spares_a_shared_buffer(device):
     del whole
     ttnn.deallocate(t, force=False)
     assert not t.is_allocated()
+    t = table()
+    ttnn.deallocate(t[:, 0:12], force=True)  # forced: the buffer goes under the original handle too
+    assert not t.is_allocated()
+    with pytest.raises(ttnn.TTError, match="deallocated"):
+        ttnn.add(t, t)
 
 def test_copy_host_to_device_tensor_updates_in_place(device):
     d = dev_tensor(torch.zeros(1, 1, 32, 32), device)
