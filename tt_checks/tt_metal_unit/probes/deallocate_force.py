@@ -7,8 +7,9 @@ its page table. The simulator follows each answer (tests/sim/test_tensor.py).
         .venv-ttnn/bin/python tt_checks/tt_metal_unit/probes/deallocate_force.py
 
 Measured: a full-range slice is a new handle on the same buffer (same address); force=False then leaves both
-handles allocated; a partial slice has a buffer of its own and goes; an unshared tensor goes with force=False too, and the original goes once no other handle lives;
-force=True on the full-range slice frees the buffer under the original handle as well.
+handles allocated; a partial slice has a buffer of its own and goes; an unshared tensor goes with force=False too,
+and the original goes once no other handle lives; force=True on the full-range slice frees the buffer under the
+original handle as well.
 """
 
 import torch
