@@ -88,8 +88,8 @@ def _top_mask(x: Any, k: int, rows: int) -> Any:
     values, indices = ttnn.topk(x, k=k, dim=-1, memory_config=dram)
     ttnn.deallocate(indices)
     kth = ttnn.slice(values, [0, 0, 0, k - 1], [1, 1, rows, k], memory_config=dram)
-    if kth is not values:  # (k = 1: the slice is the whole tensor, handed back as it is)
-        ttnn.deallocate(values)
+    if k > 1:  # k = 1: the slice is the whole tensor, another handle on the same buffer (0.81.1 probed), which
+        ttnn.deallocate(values)  # a forced deallocate would free under kth
     mask = ttnn.ge(x, kth, memory_config=dram)
     ttnn.deallocate(kth)
     return mask
