@@ -270,13 +270,14 @@ def _validate_unpaged(q: Tensor, k: Tensor, v: Tensor | None, hv: int, cur_pos: 
         padded = cur_pos_tensor.padded_shape
         MU_CUR_POS_LAST_DIM.require(all(d == 1 for d in padded[:-1]), f"Shape({list(padded)})")
     q_padded, k_padded = D._padded(q), D._padded(k)
+    v_padded = D._padded(v) if v is not None else None
     b = q_padded[1]
     MU_K_BATCH.require(k_padded[0] == b, k_padded[0], b)
-    if v is not None:
-        MU_V_BATCH.require(D._padded(v)[0] == b, D._padded(v)[0], b)
+    if v_padded is not None:
+        MU_V_BATCH.require(v_padded[0] == b, v_padded[0], b)
     MU_Q_DIM0.require(q_padded[0] == 1, q_padded[0])
-    if v is not None:
-        MU_SAME_SEQ.require(k_padded[-2] == D._padded(v)[-2], k_padded[-2], D._padded(v)[-2])
+    if v_padded is not None:
+        MU_SAME_SEQ.require(k_padded[-2] == v_padded[-2], k_padded[-2], v_padded[-2])
     MU_SEQ_CHUNK.require(k_padded[2] % k_chunk == 0, k_padded[2], k_chunk)
     MU_QK_WIDTH.require(q_padded[3] == k_padded[3], q_padded[3], k_padded[3])
     MU_HV_Q.require(hv <= q_padded[3], hv, q_padded[3])
